@@ -1,0 +1,362 @@
+"""Errors and the stable failure-code table.
+
+Every failure modelwire reports carries a stable ``code`` (route on it, never on message text)::
+
+    Exception
+     └── HarnessError                 code: str, cause: object | None
+          ├── LlmError                + status, failure: LlmFailure
+          └── (plugin errors: tool-argument errors, invariant errors, ...)
+
+    ErrorCode (StrEnum)
+     ├── registry        NO_ADAPTER DUPLICATE_ADAPTER INVALID_ADAPTER REGISTRATION_DISPOSED
+     │                   INVALID_DIRECTORY DUPLICATE_DIRECTORY INVALID_DISCOVERY DUPLICATE_DISCOVERY
+     │                   NO_DISCOVERY
+     ├── model metadata  INVALID_CATALOG INVALID_MODEL_INFO INVALID_MODEL_CONTEXT
+     │                   INVALID_MODEL_MAX_TOKENS INVALID_MODEL_REASONING UNSUPPORTED_REASONING_EFFORT
+     │                   UNKNOWN_MODEL
+     ├── calls           INVALID_PREPARED_CALL INVALID_CONFIG UNSUPPORTED_CONTENT INVALID_REQUEST
+     ├── credentials     MISSING_CREDENTIAL INVALID_CREDENTIAL AUTH
+     ├── provider        RATE_LIMIT QUOTA SERVER CONTEXT_WINDOW_EXCEEDED HTTP_<status>
+     ├── transport       TRANSPORT TIMEOUT ABORTED
+     ├── stream          STREAM_CLOSED MALFORMED_RESPONSE EMPTY_RESPONSE INVALID_REPLAY_STATE
+     ├── discovery       DISCOVERY_FAILED DISCOVERY_UNSUPPORTED
+     ├── session log     SESSION_NOT_FOUND INVALID_EVENT LOG_UNAVAILABLE LOG_CORRUPT SEQ_CONFLICT
+     ├── replay          REPLAY_EXHAUSTED REPLAY_MISMATCH INVALID_REPLAY_FILE
+     └── other           INVALID_ARGS INVARIANT UNKNOWN
+
+Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT TRANSPORT.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from enum import StrEnum
+from typing import Final
+
+from .vocab.usage import LlmFailure
+
+__all__ = [
+    "DEFAULT_RETRYABLE_CODES",
+    "ErrorCode",
+    "HarnessError",
+    "LlmError",
+    "error_chain",
+    "is_context_window_exceeded_error",
+    "is_harness_error",
+    "is_quota_exceeded_error",
+    "normalize_llm_failure",
+]
+
+
+class ErrorCode(StrEnum):
+    """The stable failure codes; values are the wire/log spellings."""
+
+    NO_ADAPTER = "NO_ADAPTER"
+    DUPLICATE_ADAPTER = "DUPLICATE_ADAPTER"
+    INVALID_ADAPTER = "INVALID_ADAPTER"
+    REGISTRATION_DISPOSED = "REGISTRATION_DISPOSED"
+    INVALID_DIRECTORY = "INVALID_DIRECTORY"
+    DUPLICATE_DIRECTORY = "DUPLICATE_DIRECTORY"
+    INVALID_DISCOVERY = "INVALID_DISCOVERY"
+    DUPLICATE_DISCOVERY = "DUPLICATE_DISCOVERY"
+    NO_DISCOVERY = "NO_DISCOVERY"
+    INVALID_CATALOG = "INVALID_CATALOG"
+    INVALID_MODEL_INFO = "INVALID_MODEL_INFO"
+    INVALID_MODEL_CONTEXT = "INVALID_MODEL_CONTEXT"
+    INVALID_MODEL_MAX_TOKENS = "INVALID_MODEL_MAX_TOKENS"
+    INVALID_MODEL_REASONING = "INVALID_MODEL_REASONING"
+    UNSUPPORTED_REASONING_EFFORT = "UNSUPPORTED_REASONING_EFFORT"
+    UNKNOWN_MODEL = "UNKNOWN_MODEL"
+    INVALID_PREPARED_CALL = "INVALID_PREPARED_CALL"
+    INVALID_CONFIG = "INVALID_CONFIG"
+    UNSUPPORTED_CONTENT = "UNSUPPORTED_CONTENT"
+    INVALID_REQUEST = "INVALID_REQUEST"
+    MISSING_CREDENTIAL = "MISSING_CREDENTIAL"
+    INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
+    AUTH = "AUTH"
+    RATE_LIMIT = "RATE_LIMIT"
+    QUOTA = "QUOTA"
+    SERVER = "SERVER"
+    CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
+    TRANSPORT = "TRANSPORT"
+    TIMEOUT = "TIMEOUT"
+    ABORTED = "ABORTED"
+    STREAM_CLOSED = "STREAM_CLOSED"
+    MALFORMED_RESPONSE = "MALFORMED_RESPONSE"
+    EMPTY_RESPONSE = "EMPTY_RESPONSE"
+    INVALID_REPLAY_STATE = "INVALID_REPLAY_STATE"
+    DISCOVERY_FAILED = "DISCOVERY_FAILED"
+    DISCOVERY_UNSUPPORTED = "DISCOVERY_UNSUPPORTED"
+    SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
+    INVALID_EVENT = "INVALID_EVENT"
+    LOG_UNAVAILABLE = "LOG_UNAVAILABLE"
+    LOG_CORRUPT = "LOG_CORRUPT"
+    SEQ_CONFLICT = "SEQ_CONFLICT"
+    REPLAY_EXHAUSTED = "REPLAY_EXHAUSTED"
+    REPLAY_MISMATCH = "REPLAY_MISMATCH"
+    INVALID_REPLAY_FILE = "INVALID_REPLAY_FILE"
+    INVALID_ARGS = "INVALID_ARGS"
+    INVARIANT = "INVARIANT"
+    UNKNOWN = "UNKNOWN"
+
+    @staticmethod
+    def http(status: int) -> str:
+        """The code for an otherwise unclassified non-2xx status, `HTTP_<status>`."""
+        return f"HTTP_{status}"
+
+
+DEFAULT_RETRYABLE_CODES: Final[tuple[str, ...]] = (
+    "EMPTY_RESPONSE",
+    "RATE_LIMIT",
+    "SERVER",
+    "TIMEOUT",
+    "TRANSPORT",
+)
+"""The codes normal-mode retry handles by default, in their canonical order."""
+
+_MAX_SAFE_INT: Final = 2**53 - 1
+
+
+class HarnessError(Exception):
+    """Base of every modelwire error: human `message`, stable `code`, optional chained `cause`."""
+
+    def __init__(self, message: str, code: str, *, cause: object = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = str(code)
+        self.cause = cause
+        if isinstance(cause, BaseException):
+            self.__cause__ = cause
+
+    @property
+    def name(self) -> str:
+        """The concrete class name (`HarnessError`, `LlmError`, ...)."""
+        return type(self).__name__
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def is_harness_error(value: object) -> bool:
+    """True only for real `HarnessError` instances (subclasses included)."""
+    return isinstance(value, HarnessError)
+
+
+class LlmError(HarnessError):
+    """A model-call failure; `failure` is the immutable `LlmFailure` built from the same facts."""
+
+    failure: LlmFailure
+    status: int | None
+
+    def __init__(
+        self,
+        message: str,
+        code: str,
+        *,
+        cause: object = None,
+        status: int | None = None,
+        provider_retry_after_ms: float | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        if not isinstance(message, str) or not message:
+            raise ValueError("LlmError message must be a non-empty string")
+        if not isinstance(code, str) or not code:
+            raise ValueError("LlmError code must be a non-empty string")
+        if status is not None and not _is_status(status):
+            raise ValueError("LlmError status must be an integer from 100 through 599")
+        if provider_retry_after_ms is not None and not _is_positive_finite(provider_retry_after_ms):
+            raise ValueError("LlmError provider_retry_after_ms must be a positive finite number")
+        if request_id is not None and (not isinstance(request_id, str) or not request_id):
+            raise ValueError("LlmError request_id must be a non-empty string")
+        super().__init__(message, code, cause=cause)
+        self.status = status
+        self.failure = LlmFailure(
+            message,
+            str(code),
+            status=status,
+            provider_retry_after_ms=provider_retry_after_ms,
+            request_id=request_id,
+        )
+
+    @classmethod
+    def from_failure(cls, failure: LlmFailure, *, cause: object = None) -> LlmError:
+        """Raise-able twin of a failure snapshot."""
+        return cls(
+            failure.message,
+            failure.code,
+            cause=cause,
+            status=failure.status,
+            provider_retry_after_ms=failure.provider_retry_after_ms,
+            request_id=failure.request_id,
+        )
+
+
+def _is_status(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599
+
+
+def _is_positive_finite(value: object) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
+# ---- classifiers -----------------------------------------------------------------------------
+
+_FLAGS: Final = re.IGNORECASE | re.ASCII
+_CONTEXT_PATTERNS: Final = tuple(
+    re.compile(p, _FLAGS)
+    for p in (
+        r"(?:^|[^a-z0-9])context[\s_-](?:length|window)[\s_-](?:exceed(?:ed|s)?|overflow(?:ed)?|limit[\s_-]exceeded)(?:$|[^a-z0-9])",
+        r"\b(?:maximum|max)(?:\s+(?:allowed|supported))?\s+context\s+(?:length|window)\b",
+        r"\b(?:request|prompt|input|messages?)\s+(?:is\s+|are\s+)?too\s+(?:large|long)\s+for\s+(?:(?:this|the)\s+)?(?:model(?:'s)?\s+)?context(?:\s+window)?\b",
+        r"\b(?:input|prompt|request)\s+(?:is\s+)?too\s+(?:long|large)\s+for\s+(?:this|the)\s+model\b",
+        r"\b(?:input|prompt|request|messages?)\b.{0,40}\b(?:exceed(?:s|ed)?|overflows?|is\s+larger\s+than)\b.{0,40}\b(?:the\s+)?(?:model(?:'s)?\s+)?context(?:\s+(?:length|window))?\b",
+    )
+)
+_QUOTA_PATTERNS: Final = tuple(
+    re.compile(p, _FLAGS)
+    for p in (
+        r"\binsufficient[\s_-]+(?:quota|balance|credits?)\b",
+        r"\b(?:quota|usage[\s_-]+limit)[\s_-]+(?:exceeded|exhausted|reached)\b",
+        r"\bexceed(?:ed|s)?[\s_-]+(?:(?:your|the)[\s_-]+)?(?:current[\s_-]+)?quota\b",
+        r"\b(?:balance|credits?)[\s_-]+(?:exhausted|depleted)\b",
+        r"\bout[\s_-]+of[\s_-]+(?:credits?|budget)\b",
+    )
+)
+
+
+def is_context_window_exceeded_error(detail: str) -> bool:
+    """True when provider error text says the request exceeded the model's context window."""
+    return any(p.search(detail) for p in _CONTEXT_PATTERNS)
+
+
+def is_quota_exceeded_error(detail: str) -> bool:
+    """True when provider error text says quota, balance or credits are exhausted (not a rate limit)."""
+    return any(p.search(detail) for p in _QUOTA_PATTERNS)
+
+
+# ---- error_chain -----------------------------------------------------------------------------
+
+
+def error_chain(value: object) -> str:
+    """Render an error and its causes as `outer: cause: ...` for diagnostics (never parse it)."""
+    return _render(value, [])
+
+
+def _cause_of(value: BaseException) -> object:
+    if "cause" in vars(value):
+        return vars(value)["cause"]
+    return value.__cause__
+
+
+def _render(value: object, path: list[int]) -> str:
+    if id(value) in path:
+        return "<circular cause>"
+    path.append(id(value))
+    try:
+        try:
+            if not isinstance(value, BaseException):
+                own = vars(value).get("message") if hasattr(value, "__dict__") else None
+                if isinstance(own, str):
+                    return own
+                if isinstance(value, dict) and isinstance(value.get("message"), str):
+                    return str(value["message"])
+                return str(value)
+            msg = value.message if isinstance(value, HarnessError) else _exc_message(value)
+            if not msg:
+                msg = type(value).__name__
+            members = ""
+            if isinstance(value, BaseExceptionGroup) and value.exceptions:
+                members = " [" + "; ".join(_render(e, path) for e in value.exceptions) + "]"
+            cause = _cause_of(value)
+            tail = ""
+            if cause is not None:
+                rendered = _render(cause, path)
+                if rendered and rendered != msg:
+                    tail = f": {rendered}"
+            return f"{msg}{members}{tail}"
+        except Exception:
+            return "<unrenderable value>"
+    finally:
+        path.pop()
+
+
+def _exc_message(exc: BaseException) -> str:
+    if isinstance(exc, BaseExceptionGroup):
+        return str(exc.message)
+    return str(exc)
+
+
+# ---- normalization ---------------------------------------------------------------------------
+
+_FALLBACK_MESSAGE: Final = "LLM adapter failed"
+
+
+def normalize_llm_failure(value: object) -> LlmFailure:
+    """Turn anything raised at the adapter boundary into immutable provider-neutral facts."""
+    if not isinstance(value, BaseException):
+        try:
+            text = "null" if value is None else str(value)
+        except Exception:
+            text = ""
+        wrapped = HarnessError(text or _FALLBACK_MESSAGE, ErrorCode.UNKNOWN, cause=value)
+        return LlmFailure(wrapped.message, ErrorCode.UNKNOWN)
+    trusted = _trusted_failure(value)
+    if trusted is not None:
+        return trusted
+    try:
+        message: object = value.message if isinstance(value, HarnessError) else str(value)
+        if not isinstance(message, str) or not message:
+            message = _FALLBACK_MESSAGE
+    except Exception:
+        message = _FALLBACK_MESSAGE
+    code = value.code if isinstance(value, HarnessError) else ErrorCode.UNKNOWN
+    return LlmFailure(message, str(code))
+
+
+def _trusted_failure(exc: BaseException) -> LlmFailure | None:
+    try:
+        own = vars(exc)
+        failure = own.get("failure")
+        code = own.get("code")
+        if failure is None or not isinstance(code, str):
+            return None
+        message: object
+        fcode: object
+        status: object
+        delay: object
+        request_id: object
+        if isinstance(failure, LlmFailure):
+            message, fcode = failure.message, failure.code
+            status, delay, request_id = (
+                failure.status,
+                failure.provider_retry_after_ms,
+                failure.request_id,
+            )
+        elif isinstance(failure, dict):
+            message, fcode = failure.get("message"), failure.get("code")
+            status = failure.get("status")
+            delay = failure.get("provider_retry_after_ms")
+            request_id = failure.get("request_id")
+        else:
+            return None
+        if not isinstance(message, str) or not message or not isinstance(fcode, str) or not fcode:
+            return None
+        if status is not None and not _is_status(status):
+            return None
+        if delay is not None and not _is_positive_finite(delay):
+            return None
+        if request_id is not None and (not isinstance(request_id, str) or not request_id):
+            return None
+        if fcode != code:
+            return None
+        return LlmFailure(
+            message, fcode, status=status, provider_retry_after_ms=delay, request_id=request_id
+        )
+    except Exception:
+        return None

@@ -1,0 +1,40 @@
+"""`LlmAdapter`: the abstract base every provider adapter extends."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+
+from ..policy import RetryPolicy
+from ..vocab import GenerateOptions, ModelInfo, ProviderInfo, ResolvedModelInfo, StreamChunk
+
+__all__ = ["LlmAdapter"]
+
+
+class LlmAdapter(ABC):
+    """Translates one provider-neutral request into one provider call and streams chunks back.
+
+    Only `stream` is required. An adapter makes exactly one provider request per `stream()` call
+    (no library retries), honours task cancellation, and may either raise or end with an in-band
+    `Finish(Error|Aborted)`; the runtime turns raised failures into that terminal chunk.
+    """
+
+    @abstractmethod
+    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        """Stream the chunks of one model call (typically an `async def` generator)."""
+
+    def provider_info(self, provider: str) -> ProviderInfo:
+        """Display metadata for a route this adapter serves; `id` must equal the route."""
+        return ProviderInfo(provider, provider)
+
+    def provider_retry_policy(self, provider: str) -> RetryPolicy | None:
+        """The retry policy for a route, or None for the normal defaults."""
+        return None
+
+    async def list_models(self, provider: str) -> list[ModelInfo]:
+        """An advisory catalog of the route's models (never gates routing)."""
+        return []
+
+    async def resolve_model(self, provider: str, model: str) -> ResolvedModelInfo:
+        """Exact-model metadata: context window, default output cap and reasoning efforts."""
+        return ResolvedModelInfo(provider=provider, id=model, name=model)

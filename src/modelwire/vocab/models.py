@@ -1,0 +1,102 @@
+"""Provider, model and reasoning metadata that adapters publish and the runtime validates."""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "ConfigurableProvider",
+    "DiscoveredModel",
+    "ModelContext",
+    "ModelDiscoveryRequest",
+    "ModelInfo",
+    "ModelModality",
+    "ModelReasoningInfo",
+    "ProviderInfo",
+    "ReasoningEffortInfo",
+    "ResolvedModelInfo",
+]
+
+ModelModality: TypeAlias = Literal["text", "image"]
+"""An input modality a model accepts."""
+
+
+class ProviderInfo(msgspec.Struct, frozen=True):
+    """Display metadata for one registered route; `id` is the route."""
+
+    id: str
+    name: str
+
+
+class ModelInfo(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+    """An advisory catalog entry; `input_modalities` None means unknown."""
+
+    provider: str
+    id: str
+    name: str
+    description: str | None = None
+    input_modalities: tuple[str, ...] | None = None
+
+
+class ModelContext(msgspec.Struct, frozen=True):
+    """Total request-plus-response capacity of a model, in tokens."""
+
+    context_window: int
+
+
+class ReasoningEffortInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One selectable reasoning effort: adapter-owned id plus display name."""
+
+    id: str
+    name: str
+    description: str | None = None
+
+
+class ModelReasoningInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The efforts a model offers, in adapter-preferred order, and an optional default."""
+
+    efforts: tuple[ReasoningEffortInfo, ...]
+    default_effort: str | None = None
+
+
+class ResolvedModelInfo(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+    """Exact-model metadata: identity plus context window, default output cap and reasoning."""
+
+    provider: str
+    id: str
+    name: str
+    description: str | None = None
+    input_modalities: tuple[str, ...] | None = None
+    context: ModelContext | None = None
+    default_max_tokens: int | None = None
+    reasoning: ModelReasoningInfo | None = None
+
+
+class ConfigurableProvider(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+    """A provider a settings surface may offer for configuration (live or dormant)."""
+
+    provider: str
+    display_name: str
+    settings_ns: str
+    settings_path: tuple[str, ...] = ()
+    declared: bool | None = None
+
+
+class ModelDiscoveryRequest(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+    """A draft endpoint to interrogate for models; `api_key` is used once and never stored."""
+
+    provider: str | None = None
+    base_url: str | None = None
+    api: str | None = None
+    api_key: str | None = None
+
+
+class DiscoveredModel(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+    """A model an endpoint reported, with whatever capacities it stated."""
+
+    id: str
+    name: str | None = None
+    context_window: int | None = None
+    max_tokens: int | None = None
