@@ -6,6 +6,7 @@ the CLI are imported from their own modules so that `import modelwire` stays lig
 
 from __future__ import annotations
 
+from .assembler import BlockAssembler
 from .errors import (
     DEFAULT_RETRYABLE_CODES,
     ErrorCode,
@@ -23,6 +24,14 @@ from .policy import (
     backoff_delay_ms,
     policy_key,
     resolve_retry_policy,
+)
+from .runtime import (
+    GenerateResult,
+    LlmAdapter,
+    LlmRuntime,
+    PreparedCall,
+    Registration,
+    Scope,
 )
 from .vocab import (
     Aborted,
@@ -80,6 +89,7 @@ __all__ = [
     "Aborted",
     "AdapterDefaults",
     "AlwaysRetryPolicy",
+    "BlockAssembler",
     "BlockEnd",
     "BlockStart",
     "CallConfig",
@@ -89,11 +99,14 @@ __all__ = [
     "Finish",
     "FinishReason",
     "GenerateOptions",
+    "GenerateResult",
     "HarnessError",
     "ImageAttachmentRef",
     "ImageBlock",
+    "LlmAdapter",
     "LlmError",
     "LlmFailure",
+    "LlmRuntime",
     "MaxTokens",
     "Message",
     "MessageSource",
@@ -103,13 +116,16 @@ __all__ = [
     "ModelSource",
     "NormalRetryPolicy",
     "PluginSource",
+    "PreparedCall",
     "ProviderInfo",
     "ReasoningBlock",
     "ReasoningDelta",
     "ReasoningEffortInfo",
+    "Registration",
     "ReplayEnvelope",
     "ResolvedModelInfo",
     "RetryPolicy",
+    "Scope",
     "Stop",
     "StreamChunk",
     "TextBlock",

@@ -10,18 +10,21 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
     ErrorCode (StrEnum)
      ├── registry        NO_ADAPTER DUPLICATE_ADAPTER INVALID_ADAPTER REGISTRATION_DISPOSED
      │                   INVALID_DIRECTORY DUPLICATE_DIRECTORY INVALID_DISCOVERY DUPLICATE_DISCOVERY
-     │                   NO_DISCOVERY
+     │                   NO_DISCOVERY SCOPE_CLOSED
      ├── model metadata  INVALID_CATALOG INVALID_MODEL_INFO INVALID_MODEL_CONTEXT
      │                   INVALID_MODEL_MAX_TOKENS INVALID_MODEL_REASONING UNSUPPORTED_REASONING_EFFORT
      │                   UNKNOWN_MODEL
      ├── calls           INVALID_PREPARED_CALL INVALID_CONFIG UNSUPPORTED_CONTENT INVALID_REQUEST
+     │                   UNSUPPORTED_OPTION
      ├── credentials     MISSING_CREDENTIAL INVALID_CREDENTIAL AUTH
      ├── provider        RATE_LIMIT QUOTA SERVER CONTEXT_WINDOW_EXCEEDED HTTP_<status>
+     │                   PI_AI_ERROR (unclassified in-stream provider error, multi-provider adapter)
      ├── transport       TRANSPORT TIMEOUT ABORTED
      ├── stream          STREAM_CLOSED MALFORMED_RESPONSE EMPTY_RESPONSE INVALID_REPLAY_STATE
      ├── discovery       DISCOVERY_FAILED DISCOVERY_UNSUPPORTED
      ├── session log     SESSION_NOT_FOUND INVALID_EVENT LOG_UNAVAILABLE LOG_CORRUPT SEQ_CONFLICT
      ├── replay          REPLAY_EXHAUSTED REPLAY_MISMATCH INVALID_REPLAY_FILE
+     ├── agent           UNKNOWN_TOOL TOOL_FAILED
      └── other           INVALID_ARGS INVARIANT UNKNOWN
 
 Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT TRANSPORT.
@@ -61,6 +64,7 @@ class ErrorCode(StrEnum):
     INVALID_DISCOVERY = "INVALID_DISCOVERY"
     DUPLICATE_DISCOVERY = "DUPLICATE_DISCOVERY"
     NO_DISCOVERY = "NO_DISCOVERY"
+    SCOPE_CLOSED = "SCOPE_CLOSED"
     INVALID_CATALOG = "INVALID_CATALOG"
     INVALID_MODEL_INFO = "INVALID_MODEL_INFO"
     INVALID_MODEL_CONTEXT = "INVALID_MODEL_CONTEXT"
@@ -72,6 +76,7 @@ class ErrorCode(StrEnum):
     INVALID_CONFIG = "INVALID_CONFIG"
     UNSUPPORTED_CONTENT = "UNSUPPORTED_CONTENT"
     INVALID_REQUEST = "INVALID_REQUEST"
+    UNSUPPORTED_OPTION = "UNSUPPORTED_OPTION"
     MISSING_CREDENTIAL = "MISSING_CREDENTIAL"
     INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
     AUTH = "AUTH"
@@ -79,6 +84,7 @@ class ErrorCode(StrEnum):
     QUOTA = "QUOTA"
     SERVER = "SERVER"
     CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
+    PI_AI_ERROR = "PI_AI_ERROR"
     TRANSPORT = "TRANSPORT"
     TIMEOUT = "TIMEOUT"
     ABORTED = "ABORTED"
@@ -96,6 +102,8 @@ class ErrorCode(StrEnum):
     REPLAY_EXHAUSTED = "REPLAY_EXHAUSTED"
     REPLAY_MISMATCH = "REPLAY_MISMATCH"
     INVALID_REPLAY_FILE = "INVALID_REPLAY_FILE"
+    UNKNOWN_TOOL = "UNKNOWN_TOOL"
+    TOOL_FAILED = "TOOL_FAILED"
     INVALID_ARGS = "INVALID_ARGS"
     INVARIANT = "INVARIANT"
     UNKNOWN = "UNKNOWN"
@@ -299,23 +307,35 @@ _FALLBACK_MESSAGE: Final = "LLM adapter failed"
 
 def normalize_llm_failure(value: object) -> LlmFailure:
     """Turn anything raised at the adapter boundary into immutable provider-neutral facts."""
-    if not isinstance(value, BaseException):
+    # `type()` checks, not `isinstance`: isinstance consults `__class__`, which a hostile object
+    # can make raise, and nothing may escape the failure boundary.
+    kind = type(value)
+    is_harness = issubclass(kind, HarnessError)
+    if not issubclass(kind, BaseException):
         try:
             text = "null" if value is None else str(value)
         except Exception:
             text = ""
         wrapped = HarnessError(text or _FALLBACK_MESSAGE, ErrorCode.UNKNOWN, cause=value)
         return LlmFailure(wrapped.message, ErrorCode.UNKNOWN)
+    assert isinstance(value, BaseException)  # narrowed by the type() check above
     trusted = _trusted_failure(value)
     if trusted is not None:
         return trusted
     try:
-        message: object = value.message if isinstance(value, HarnessError) else str(value)
+        message: object = value.message if is_harness else str(value)  # type: ignore[attr-defined]
         if not isinstance(message, str) or not message:
             message = _FALLBACK_MESSAGE
     except Exception:
         message = _FALLBACK_MESSAGE
-    code = value.code if isinstance(value, HarnessError) else ErrorCode.UNKNOWN
+    code: object = ErrorCode.UNKNOWN
+    if is_harness:
+        try:
+            code = value.code  # type: ignore[attr-defined]
+        except Exception:  # a hostile `code` accessor must not escape the failure boundary
+            code = ErrorCode.UNKNOWN
+        if not isinstance(code, str) or not code:
+            code = ErrorCode.UNKNOWN
     return LlmFailure(message, str(code))
 
 

@@ -88,9 +88,9 @@ def resolve_retry_policy(
     for key in config:
         if key not in _KEYS:
             raise _fail(f'{path}: unknown key "{key}"')
-    backoff = _resolve_backoff(config.get("backoff"), f"{path}.backoff")
     if mode == "always":
-        return AlwaysRetryPolicy(**backoff)
+        # Retained normal-mode keys are tolerated and ignored (not validated) in always mode.
+        return AlwaysRetryPolicy(**_resolve_backoff(config.get("backoff"), f"{path}.backoff"))
     max_retries = config.get("max_retries")
     if max_retries is None:
         max_retries = DEFAULT_MAX_RETRIES
@@ -119,6 +119,7 @@ def resolve_retry_policy(
     for code in codes:
         if not _CODE_SHAPE(code):
             raise _fail(f'{path}.retryable_codes contains an unknown code "{code}"')
+    backoff = _resolve_backoff(config.get("backoff"), f"{path}.backoff")
     return NormalRetryPolicy(
         max_retries=int(max_retries),
         retryable_codes=codes,
@@ -169,8 +170,8 @@ def _resolve_backoff(config: object, path: str) -> dict[str, float]:
     if out["initial_delay_ms"] > out["max_delay_ms"]:
         raise _fail(f"{path}.initial_delay_ms must be less than or equal to max_delay_ms")
     jitter = _number(config, "jitter_ratio", DEFAULT_JITTER_RATIO)
-    if jitter is None or not 0 <= jitter < 1:
-        raise _fail(f"{path}.jitter_ratio must be at least 0 and less than 1")
+    if jitter is None or not 0 <= jitter <= 1:
+        raise _fail(f"{path}.jitter_ratio must be between 0 and 1")
     out["jitter_ratio"] = jitter
     return out
 
@@ -181,7 +182,9 @@ def backoff_delay_ms(
     """Local delay before one-based retry `retry`: `min(initial * 2^min(n-1, 1024), max)` jittered
     symmetrically into `[1 - j, 1 + j]` and capped at `max_delay_ms`."""
     exponent = min(max(retry - 1, 0), 1024)
-    base = min(policy.initial_delay_ms * float(2**exponent), policy.max_delay_ms)
+    # 2.0**1024 overflows a float (JS gives Infinity); the cap below makes that value irrelevant.
+    factor = 2.0**exponent if exponent < 1024 else math.inf
+    base = min(policy.initial_delay_ms * factor, policy.max_delay_ms)
     j = policy.jitter_ratio
     return min(base * (1 - j + 2 * j * sample()), policy.max_delay_ms)
 

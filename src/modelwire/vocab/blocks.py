@@ -73,6 +73,10 @@ class ToolResultBlock(
     is_error: bool | None = None
     type: ClassVar[str] = "tool-result"
 
+    def __post_init__(self) -> None:
+        if type(self.content) is not tuple:
+            msgspec.structs.force_setattr(self, "content", tuple(self.content))
+
 
 ContentBlock: TypeAlias = TextBlock | ReasoningBlock | ImageBlock | ToolCallBlock | ToolResultBlock
 """Any content block, discriminated by its `type` tag."""

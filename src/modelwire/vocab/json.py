@@ -48,31 +48,38 @@ def freeze_json(value: object) -> JsonValue:
     """
     if isinstance(value, _SCALARS) or (isinstance(value, FrozenDict) and _is_frozen(value)):
         return value
-    # Pass 1: walk containers depth-first, recording them in pre-order with their children.
-    order: list[tuple[object, list[object]]] = []
-    seen: set[int] = set()
-    stack: list[object] = [value]
+    # Iterative post-order walk: a container is built once all its children are, so shared
+    # (diamond) sub-values are built once and reused; a container met again while it is still on
+    # the current path is a cycle, which JSON cannot express.
+    built: dict[int, object] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[object, list[object] | None]] = [(value, None)]
     while stack:
-        item = stack.pop()
-        if isinstance(item, _SCALARS) or id(item) in seen:
+        item, children = stack.pop()
+        if children is not None:
+            frozen = [c if isinstance(c, _SCALARS) else built[id(c)] for c in children]
+            if isinstance(item, Mapping):
+                built[id(item)] = FrozenDict(zip((str(k) for k in item), frozen, strict=True))
+            else:
+                built[id(item)] = tuple(frozen)
+            on_path.discard(id(item))
             continue
-        seen.add(id(item))
+        if id(item) in built:
+            continue
         if isinstance(item, Mapping):
             children = list(item.values())
         elif isinstance(item, (list, tuple)):
             children = list(item)
         else:
             raise TypeError(f"not a JSON value: {type(item).__name__}")
-        order.append((item, children))
-        stack.extend(children)
-    # Pass 2: build frozen twins bottom-up (reverse pre-order sees children before parents).
-    built: dict[int, object] = {}
-    for item, children in reversed(order):
-        frozen = [c if isinstance(c, _SCALARS) else built[id(c)] for c in children]
-        if isinstance(item, Mapping):
-            built[id(item)] = FrozenDict(zip((str(k) for k in item), frozen, strict=True))
-        else:
-            built[id(item)] = tuple(frozen)
+        on_path.add(id(item))
+        stack.append((item, children))
+        for child in children:
+            if isinstance(child, _SCALARS) or id(child) in built:
+                continue
+            if id(child) in on_path:
+                raise ValueError("not a JSON value: it contains a reference cycle")
+            stack.append((child, None))
     return built[id(value)]
 
 
@@ -90,9 +97,23 @@ def _is_frozen(value: object) -> bool:
 
 
 def thaw_json(value: JsonValue) -> Any:
-    """Return a plain mutable copy (dicts and lists) of a frozen JSON value."""
-    if isinstance(value, Mapping):
-        return {k: thaw_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [thaw_json(v) for v in value]
-    return value
+    """Return a plain mutable copy (dicts and lists) of a frozen JSON value (iterative)."""
+    if isinstance(value, _SCALARS):
+        return value
+    root: list[Any] = [None]
+    stack: list[tuple[object, Any, Any]] = [(value, root, 0)]
+    while stack:
+        item, parent, key = stack.pop()
+        if isinstance(item, Mapping):
+            out: Any = {}
+            for k, v in item.items():
+                out[k] = None
+                stack.append((v, out, k))
+        elif isinstance(item, (list, tuple)):
+            out = [None] * len(item)
+            for idx, v in enumerate(item):
+                stack.append((v, out, idx))
+        else:
+            out = item
+        parent[key] = out
+    return root[0]

@@ -87,6 +87,10 @@ class Message(msgspec.Struct, frozen=True):
     content: tuple[ContentBlock, ...]
     source: MessageSource
 
+    def __post_init__(self) -> None:
+        if type(self.content) is not tuple:
+            msgspec.structs.force_setattr(self, "content", tuple(self.content))
+
 
 def _blocks(content: str | Iterable[ContentBlock]) -> tuple[ContentBlock, ...]:
     if isinstance(content, str):

@@ -92,6 +92,13 @@ class ModelDiscoveryRequest(msgspec.Struct, frozen=True, omit_defaults=True, kw_
     api: str | None = None
     api_key: str | None = None
 
+    def __repr__(self) -> str:
+        key = "None" if self.api_key is None else "'***'"
+        return (
+            f"ModelDiscoveryRequest(provider={self.provider!r}, base_url={self.base_url!r}, "
+            f"api={self.api!r}, api_key={key})"
+        )
+
 
 class DiscoveredModel(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
     """A model an endpoint reported, with whatever capacities it stated."""

@@ -46,6 +46,10 @@ class CallConfig(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
     max_tokens: int | None = None
     stop: tuple[str, ...] | None = None
 
+    def __post_init__(self) -> None:
+        if self.stop is not None and type(self.stop) is not tuple:
+            msgspec.structs.force_setattr(self, "stop", tuple(self.stop))
+
 
 class AdapterDefaults(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
     """Which call-config fields the adapter (not the caller) supplied."""
@@ -68,6 +72,12 @@ class GenerateOptions(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=T
     reasoning_effort: str | None = None
     session_id: str | None = None
     purpose: Purpose | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("messages", "tools", "stop"):
+            value = getattr(self, name)
+            if value is not None and type(value) is not tuple:
+                msgspec.structs.force_setattr(self, name, tuple(value))
 
 
 _ConfigLike: TypeAlias = CallConfig | GenerateOptions

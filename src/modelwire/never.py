@@ -1,0 +1,32 @@
+"""`assert_never`: the loud end of every exhaustive match over a closed union (R-NEV-1)."""
+
+from __future__ import annotations
+
+import json
+from typing import NoReturn
+
+import msgspec
+
+__all__ = ["assert_never", "render_compact"]
+
+
+def render_compact(value: object) -> str:
+    """Render `value` as compact JSON (no spaces), or as its string form when JSON gives nothing."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError):
+        pass
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError, OverflowError):
+        return str(value)
+
+
+def assert_never(value: object, context: str | None = None) -> NoReturn:
+    """Raise for a value no branch of a closed union handles.
+
+    The message is `unreachable variant` plus ` in <context>` when a non-empty context is given,
+    then `: ` and the compact JSON rendering of the value.
+    """
+    where = f" in {context}" if context else ""
+    raise AssertionError(f"unreachable variant{where}: {render_compact(value)}")

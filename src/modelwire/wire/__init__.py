@@ -1,0 +1,1 @@
+"""What every HTTP adapter shares: sessions, SSE framing, attribution, credentials, status mapping."""
