@@ -1,0 +1,174 @@
+"""The terminal failure boundary between the runtime and an adapter (spec/core.md §4.7, §6.11).
+
+Four adapter-side failure sites become exactly one terminal `Finish(Error | Aborted)` carrying a
+normalized `LlmFailure` (no replay state), after which the stream ends and nothing more is read:
+(a) selection — route lookup, exact-model resolution and validation, the prepared-call re-check;
+(b) dispatch — `adapter.stream()` raising; (c) iterator construction — `__aiter__` raising;
+(d) every `__anext__` of the adapter iterator. The kind is `aborted` when the failure code is
+`ABORTED`, otherwise `error`. Middleware, consumer and adapter-cleanup errors stay raised.
+
+Cancellation (asyncio task cancellation replaces upstream's AbortSignal). At a failure site:
+
+* If the *consuming task* is being cancelled (`asyncio.current_task().cancelling() > 0`), the
+  boundary re-raises `asyncio.CancelledError` **instead of** producing a terminal chunk: the
+  original one when the failure is a `CancelledError`, a fresh one chained from the adapter's
+  exception when the adapter turned the cancellation into an ordinary error. Yielding a chunk to a
+  task that asked to stop would swallow its cancellation (`asyncio.timeout`, `TaskGroup` and a
+  consumer that `break`s at the finish would never see it), and a cancelled consumer discards the
+  aborted chunk anyway.
+* A `CancelledError` raised by the adapter while the consumer is *not* being cancelled (the
+  adapter's own inner work was cancelled by someone else) is normalized like any adapter failure,
+  into `Finish(Aborted(LlmFailure(..., code="ABORTED")))`.
+
+Early consumer exit: closing the stream (`aclose()`, `async with rt.stream(o) as s`, or
+`contextlib.aclosing`) awaits the adapter iterator's `aclose` when the iterator is neither
+exhausted nor failed; a cleanup failure reaches the consumer, unless the consumer's own exception
+is already propagating, which then wins (the cleanup error is logged). After a failure the
+adapter's `aclose` is never looked up.
+
+Hot path: with no middleware, `rt.stream()` iterates one boundary generator over the adapter
+iterator — one extra generator frame per chunk and no per-chunk allocation or type check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Final
+
+from ..errors import ErrorCode, normalize_llm_failure
+from ..vocab import Aborted, Error, Finish, LlmFailure, StreamChunk
+from .events import logger
+
+__all__ = ["ChunkStream", "failure_finish", "guard_adapter"]
+
+_CANCELLED_MESSAGE: Final = "the adapter call was cancelled"
+
+
+def failure_finish(exc: BaseException) -> Finish:
+    """The terminal chunk for an adapter-side failure: `aborted` for code ABORTED, else `error`."""
+    if isinstance(exc, asyncio.CancelledError):
+        text = str(exc) or _CANCELLED_MESSAGE
+        return Finish(Aborted(LlmFailure(text, ErrorCode.ABORTED)))
+    failure = normalize_llm_failure(exc)
+    if failure.code == ErrorCode.ABORTED:
+        return Finish(Aborted(failure))
+    return Finish(Error(failure))
+
+
+def _consumer_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def guard_adapter(
+    open_iterator: Callable[[], Awaitable[AsyncIterator[StreamChunk]]],
+) -> AsyncGenerator[StreamChunk, None]:
+    """Run selection, dispatch and iteration of one adapter call behind the failure boundary.
+
+    `open_iterator` performs sites (a)-(c) and returns the adapter's iterator; it runs only when
+    this generator is first iterated (after every middleware had its say).
+    """
+    try:
+        iterator = await open_iterator()
+        pull = iterator.__anext__
+    except asyncio.CancelledError as exc:
+        if _consumer_cancelling():
+            raise
+        failed = failure_finish(exc)
+    except Exception as exc:
+        if _consumer_cancelling():
+            raise asyncio.CancelledError() from exc
+        failed = failure_finish(exc)
+    else:
+        settled = False
+        try:
+            while True:
+                # Only the pull is guarded: anything thrown in at the `yield` (a consumer or
+                # middleware error) is never turned into a failure finish.
+                try:
+                    chunk = await pull()
+                except StopAsyncIteration:
+                    settled = True
+                    return
+                except asyncio.CancelledError as exc:
+                    settled = True
+                    if _consumer_cancelling():
+                        raise
+                    failed = failure_finish(exc)
+                    break
+                except Exception as exc:
+                    settled = True
+                    if _consumer_cancelling():
+                        raise asyncio.CancelledError() from exc
+                    failed = failure_finish(exc)
+                    break
+                yield chunk
+        finally:
+            if not settled:
+                close = getattr(iterator, "aclose", None)
+                if close is not None:
+                    await close()
+    yield failed
+
+
+class ChunkStream:
+    """What `rt.stream()` returns: an async iterator of chunks and an async context manager.
+
+    `async for` runs directly on the outermost iterator (no wrapper frame per chunk). `aclose()`
+    closes the outermost iterator and then every downstream iterator the middleware chain opened,
+    so the adapter iterator is closed even when a middleware does not forward `aclose`.
+    """
+
+    __slots__ = ("_downstream", "_iterator")
+
+    def __init__(
+        self,
+        iterator: AsyncIterator[StreamChunk],
+        downstream: list[AsyncIterator[StreamChunk]] | None = None,
+    ) -> None:
+        self._iterator = iterator
+        self._downstream = downstream
+
+    def __aiter__(self) -> AsyncIterator[StreamChunk]:
+        return self._iterator
+
+    def __anext__(self) -> Awaitable[StreamChunk]:
+        return self._iterator.__anext__()
+
+    async def aclose(self) -> None:
+        """Close the chain outermost first; the first cleanup failure is raised after all ran."""
+        first: Exception | None = None
+        iterators = [self._iterator]
+        if self._downstream:
+            iterators.extend(it for it in self._downstream if it is not self._iterator)
+        for iterator in iterators:
+            close = getattr(iterator, "aclose", None)
+            if close is None:
+                continue
+            try:
+                await close()
+            except Exception as exc:
+                if first is None:
+                    first = exc
+        if first is not None:
+            raise first
+
+    async def __aenter__(self) -> ChunkStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            await self.aclose()
+            return
+        try:
+            await self.aclose()
+        except Exception as cleanup:
+            # The consumer's own error wins; the cleanup failure is only reported.
+            logger.warning("llm: stream cleanup failed while an error propagated", exc_info=cleanup)

@@ -1,0 +1,259 @@
+"""`LlmRuntime`: the route registry, model metadata, prepared calls and the call surfaces (§6).
+
+Registration effects may be owned by a `Scope` (`scope=`), which releases them when it closes.
+The async lookups (`list_models`, `resolve_model_info`, `resolve_call_config`, `prepare_call`)
+capture the registration when they are *called*, not when first awaited (spec §9 item 13); a
+missing route still surfaces as `NO_ADAPTER` when the result is awaited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from typing import Any, cast
+
+from ..errors import ErrorCode, LlmError
+from ..policy import RetryPolicy
+from ..vocab import (
+    AdapterDefaults,
+    CallConfig,
+    ConfigurableProvider,
+    ContentBlock,
+    DiscoveredModel,
+    GenerateOptions,
+    ModelDiscoveryRequest,
+    ModelInfo,
+    ProviderInfo,
+    ResolvedModelInfo,
+    StreamChunk,
+    call_config_equals,
+)
+from .adapter import LlmAdapter
+from .boundary import ChunkStream, guard_adapter
+from .directory import DirectoryRegistration, Discover, DiscoveryRegistry, ProviderDirectory
+from .events import AdapterChangeListener, AdapterChangeNotifier
+from .generate import GenerateResult, assemble_call, stream_blocks
+from .middleware import (
+    GenerateMiddleware,
+    MiddlewareChain,
+    StreamMiddleware,
+    dispatch_generate,
+    dispatch_stream,
+)
+from .models import check_catalog, check_model_info, materialize
+from .prepared import CONFIG_DRIFT_MESSAGE, PreparedCall
+from .registry import AdapterRegistry, Registration, Route
+from .replay_filter import filter_replay_state
+from .scope import Scope
+
+__all__ = ["LlmRuntime"]
+
+
+def _no_adapter(provider: str) -> LlmError:
+    return LlmError(f'no adapter registered for provider "{provider}"', ErrorCode.NO_ADAPTER)
+
+
+def _owned(remove: Callable[[], None], scope: Scope | None) -> Callable[[], None]:
+    """Make `remove` idempotent and, when a scope is given, owned by it."""
+    state = [scope]
+
+    def dispose() -> None:
+        if not state:
+            return
+        owner = state.pop()
+        if owner is not None:
+            owner.discard(dispose)
+        remove()
+
+    if scope is not None:
+        scope.add(dispose)
+    return dispose
+
+
+class LlmRuntime:
+    """The LLM service: adapters by route, model metadata, prepared calls and streaming calls."""
+
+    def __init__(self) -> None:
+        self._notifier = AdapterChangeNotifier()
+        self._registry = AdapterRegistry(self._notifier.publish)
+        self._directory = ProviderDirectory(self._notifier.publish)
+        self._discovery = DiscoveryRegistry()
+        self._stream_chain = MiddlewareChain()
+        self._generate_chain = MiddlewareChain()
+
+    # ---- registry ------------------------------------------------------------------------
+
+    def register_adapter(
+        self, providers: Sequence[str], adapter: LlmAdapter, *, scope: Scope | None = None
+    ) -> Registration:
+        """Serve `providers` with `adapter`; all-or-nothing (`INVALID_ADAPTER`, `DUPLICATE_ADAPTER`)."""
+        return self._registry.register(providers, adapter, scope)
+
+    def list_providers(self) -> list[ProviderInfo]:
+        """The registered routes' provider info, in registration order."""
+        return [route.info for route in self._registry.routes.values()]
+
+    def provider_retry_policy(self, provider: str) -> RetryPolicy:
+        """The retry policy captured for the route now registered; `NO_ADAPTER` otherwise."""
+        route = self._registry.routes.get(provider)
+        if route is None:
+            raise _no_adapter(provider)
+        return route.retry_policy
+
+    def on_adapter_change(
+        self, listener: AdapterChangeListener, *, scope: Scope | None = None
+    ) -> Callable[[], None]:
+        """Run `listener` after every registry or directory commit; returns its remover."""
+        if scope is not None:
+            scope.ensure_open()
+        return _owned(self._notifier.add(listener), scope)
+
+    # ---- configurable-provider directory and discovery -----------------------------------
+
+    def register_configurable_providers(
+        self, entries: Sequence[ConfigurableProvider], *, scope: Scope | None = None
+    ) -> DirectoryRegistration:
+        """Declare providers a settings surface may offer (`INVALID_DIRECTORY`, `DUPLICATE_DIRECTORY`)."""
+        return self._directory.register(entries, scope)
+
+    def list_configurable_providers(self) -> list[ConfigurableProvider]:
+        """The declared configurable providers, in declaration order."""
+        return list(self._directory.entries.values())
+
+    def register_model_discovery(
+        self, settings_ns: str, discover: Discover, *, scope: Scope | None = None
+    ) -> Callable[[], None]:
+        """Offer model discovery for a settings namespace; returns its remover."""
+        if scope is not None:
+            scope.ensure_open()
+        return _owned(self._discovery.register(settings_ns, discover), scope)
+
+    def list_model_discovery_namespaces(self) -> list[str]:
+        """The namespaces that offer model discovery, in registration order."""
+        return list(self._discovery.offers)
+
+    async def discover_models(
+        self, settings_ns: str, request: ModelDiscoveryRequest
+    ) -> list[DiscoveredModel]:
+        """Interrogate a draft endpoint (`NO_DISCOVERY`, `INVALID_DISCOVERY`); stores nothing."""
+        return await self._discovery.discover(settings_ns, request)
+
+    # ---- model metadata ------------------------------------------------------------------
+
+    def list_models(self, provider: str) -> Coroutine[Any, Any, list[ModelInfo]]:
+        """The route's advisory catalog, validated (`INVALID_CATALOG`) and detached."""
+        return self._list_models(provider, self._registry.routes.get(provider))
+
+    async def _list_models(self, provider: str, route: Route | None) -> list[ModelInfo]:
+        if route is None:
+            raise _no_adapter(provider)
+        return check_catalog(provider, await route.adapter.list_models(provider))
+
+    def resolve_model_info(
+        self, provider: str, model: str
+    ) -> Coroutine[Any, Any, ResolvedModelInfo]:
+        """Exact-model metadata from the route's adapter, validated (`INVALID_MODEL_*`)."""
+        return self._resolve_on(self._registry.routes.get(provider), provider, model)
+
+    async def _resolve_on(
+        self, route: Route | None, provider: str, model: str
+    ) -> ResolvedModelInfo:
+        if route is None:
+            raise _no_adapter(provider)
+        return check_model_info(provider, model, await route.adapter.resolve_model(provider, model))
+
+    def resolve_call_config(self, config: CallConfig) -> Coroutine[Any, Any, CallConfig]:
+        """Materialize adapter defaults into `config` (the same object when nothing changed)."""
+        return self._resolve_config(self._registry.routes.get(config.provider), config)
+
+    async def _resolve_config(self, route: Route | None, config: CallConfig) -> CallConfig:
+        info = await self._resolve_on(route, config.provider, config.model)
+        return materialize(config, info)
+
+    def prepare_call(self, config: CallConfig) -> Coroutine[Any, Any, PreparedCall]:
+        """Resolve `config` once against the current registration and pin both for dispatch."""
+        return self._prepare(self._registry.routes.get(config.provider), config)
+
+    async def _prepare(self, route: Route | None, config: CallConfig) -> PreparedCall:
+        if route is None:
+            raise _no_adapter(config.provider)
+        info = await self._resolve_on(route, config.provider, config.model)
+        resolved = materialize(config, info)
+        stop = resolved.stop
+        frozen = CallConfig(
+            provider=resolved.provider,
+            model=resolved.model,
+            reasoning_effort=resolved.reasoning_effort,
+            temperature=resolved.temperature,
+            max_tokens=resolved.max_tokens,
+            stop=None if stop is None else tuple(stop),
+        )
+        defaults = AdapterDefaults(
+            reasoning_effort=config.reasoning_effort is None
+            and resolved.reasoning_effort is not None,
+            max_tokens=config.max_tokens is None and resolved.max_tokens is not None,
+        )
+        return PreparedCall(self, route, frozen, info.context, defaults)
+
+    # ---- middleware ----------------------------------------------------------------------
+
+    def use(
+        self, middleware: StreamMiddleware, *, prepend: bool = False, scope: Scope | None = None
+    ) -> Callable[[], None]:
+        """Add an `llm/stream` middleware (last, or outermost with `prepend`); returns its remover."""
+        if scope is not None:
+            scope.ensure_open()
+        return _owned(self._stream_chain.add(middleware, prepend=prepend), scope)
+
+    def use_generate(
+        self, middleware: GenerateMiddleware, *, prepend: bool = False, scope: Scope | None = None
+    ) -> Callable[[], None]:
+        """Add an `llm/generate` middleware around non-streaming calls; returns its remover."""
+        if scope is not None:
+            scope.ensure_open()
+        return _owned(self._generate_chain.add(middleware, prepend=prepend), scope)
+
+    # ---- calls ---------------------------------------------------------------------------
+
+    def stream(self, options: GenerateOptions) -> ChunkStream:
+        """Stream one call through `llm/stream`; adapter failures end in `Finish(Error|Aborted)`."""
+        return self._dispatch(options, None)
+
+    def _dispatch(self, options: GenerateOptions, prepared: PreparedCall | None) -> ChunkStream:
+        chain = cast(tuple[StreamMiddleware, ...], self._stream_chain.items)
+
+        def terminal(opts: GenerateOptions) -> AsyncIterator[StreamChunk]:
+            return guard_adapter(lambda: self._open_adapter(opts, prepared))
+
+        return dispatch_stream(chain, options, terminal)
+
+    async def _open_adapter(
+        self, options: GenerateOptions, prepared: PreparedCall | None
+    ) -> AsyncIterator[StreamChunk]:
+        """Failure sites (a)-(c): select the route, resolve, filter replay state, dispatch."""
+        if prepared is None:
+            route = self._registry.routes.get(options.provider)
+            if route is None:
+                raise _no_adapter(options.provider)
+            # The route captured before the await serves the call even if it is replaced meanwhile.
+            info = await self._resolve_on(route, options.provider, options.model)
+            options = materialize(options, info)
+        else:
+            route = prepared.route
+            if not call_config_equals(options, prepared.config):
+                raise LlmError(CONFIG_DRIFT_MESSAGE, ErrorCode.INVALID_PREPARED_CALL)
+        adapter = route.adapter
+        request = filter_replay_state(options, adapter, self._registry.routes)
+        return adapter.stream(request).__aiter__()
+
+    async def generate(self, options: GenerateOptions) -> GenerateResult:
+        """One call through `llm/generate` and `llm/stream`, fully assembled."""
+        chain = cast(tuple[GenerateMiddleware, ...], self._generate_chain.items)
+        if not chain:
+            return await assemble_call(options, self.stream(options))
+        return await dispatch_generate(
+            chain, options, lambda opts: assemble_call(opts, self.stream(opts))
+        )
+
+    def stream_blocks(self, options: GenerateOptions) -> AsyncIterator[ContentBlock]:
+        """One call as completed content blocks; a failure finish raises its `LlmError`."""
+        return stream_blocks(self.stream(options))
