@@ -1,0 +1,113 @@
+"""Durable session logs: `open_log(url)` and the `SessionLog` interface with its event types.
+
+URLs: `memory:` (process-local), `sqlite:///path.db` (embedded default, WAL) and
+`postgresql://user@host/db` (shared by many processes). Backends other than memory are imported
+lazily. Each backend class provides `async classmethod open(url: str) -> Self`.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import ErrorCode, HarnessError
+from .events import (
+    AbortCause,
+    AssistantChunk,
+    AssistantMessage,
+    EpochHeader,
+    Event,
+    LlmRetry,
+    LlmRetryStarted,
+    RequestContext,
+    RequestHeader,
+    StepEnd,
+    StepStart,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnAborted,
+    TurnBlocked,
+    TurnCompleted,
+    TurnEnd,
+    TurnEndReason,
+    TurnErrored,
+    TurnInterrupted,
+    TurnMaxTokens,
+    TurnStart,
+    UserMessage,
+    event_types,
+    register_event_type,
+)
+from .log import SessionInfo, SessionLog
+from .memory import MemoryLog
+
+__all__ = [
+    "AbortCause",
+    "AssistantChunk",
+    "AssistantMessage",
+    "EpochHeader",
+    "Event",
+    "LlmRetry",
+    "LlmRetryStarted",
+    "MemoryLog",
+    "RequestContext",
+    "RequestHeader",
+    "SessionInfo",
+    "SessionLog",
+    "StepEnd",
+    "StepStart",
+    "ToolCallRecord",
+    "ToolResultRecord",
+    "TurnAborted",
+    "TurnBlocked",
+    "TurnCompleted",
+    "TurnEnd",
+    "TurnEndReason",
+    "TurnErrored",
+    "TurnInterrupted",
+    "TurnMaxTokens",
+    "TurnStart",
+    "UserMessage",
+    "event_types",
+    "open_log",
+    "redact_url",
+    "register_event_type",
+]
+
+
+def redact_url(url: str) -> str:
+    """`url` with any password (and query string, which may carry one) removed, for messages."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable log URL>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}@{host}" if user else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+async def open_log(url: str) -> SessionLog:
+    """Open the session log named by `url` (`memory:`, `sqlite:///path.db`, `postgresql://…`).
+
+    An unknown scheme raises `HarnessError` `LOG_UNAVAILABLE` naming the URL without credentials.
+    """
+    if not isinstance(url, str):
+        raise HarnessError(f"log URL must be a string, got {url!r}", ErrorCode.LOG_UNAVAILABLE)
+    scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+    if scheme == "memory" and url.lower() in ("memory:", "memory://"):
+        return MemoryLog()
+    if scheme == "sqlite":
+        from .sqlite import SqliteLog
+
+        return await SqliteLog.open(url)
+    if scheme in ("postgresql", "postgres"):
+        from .postgres import PostgresLog
+
+        return await PostgresLog.open(url)
+    raise HarnessError(
+        f"unsupported session log URL {redact_url(url)!r}: expected memory:, "
+        "sqlite:///path.db or postgresql://…",
+        ErrorCode.LOG_UNAVAILABLE,
+    )

@@ -1,0 +1,251 @@
+"""Export a session to JSONL and import it back: record once against a live provider, replay forever.
+
+File format (UTF-8, one JSON object per line, `\\n`-terminated)::
+
+    {"format":"modelwire-session","version":1,"session_id":"s1","created_at":1700000000000,"seed_length":0,"events":42}
+    {"seq":0,"type":"turn/start","time":1700000000000,"data":{"turn":1}}
+    {"seq":1,"type":"step/start","time":1700000000001,"data":{"turn":1,"step":1}}
+    ...
+
+The header line is written by `export_session` and optional on reading (a file may start with its
+first event). Loading is strict: every line must be a JSON event, seqs must run 0, 1, 2, ... with
+none missing, every type must be registered and its `data` must match the type's struct, and the
+header's event count must match. Any violation — including a truncated last line — raises
+`HarnessError` `INVALID_REPLAY_FILE` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from ..errors import ErrorCode, HarnessError
+from .events import Event, decode_event_data, encode_event_data
+from .log import Row, SessionLog
+
+__all__ = [
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "SessionFile",
+    "SessionFileHeader",
+    "export_session",
+    "import_session",
+    "load_session_file",
+]
+
+EXPORT_FORMAT: Final = "modelwire-session"
+"""The `format` value of an export's header line."""
+
+EXPORT_VERSION: Final = 1
+"""The `version` of the export format this module writes and reads."""
+
+
+class SessionFileHeader(msgspec.Struct, frozen=True, kw_only=True):
+    """The first line of an export: the recorded session id, its first event time and event count.
+
+    `seed_length` is the number of leading events inherited from a parent session (0 here); a
+    replay derives calls only from events at or after it.
+    """
+
+    format: str
+    version: int
+    session_id: str
+    created_at: int
+    events: int
+    seed_length: int = 0
+
+
+class SessionFile(msgspec.Struct, frozen=True):
+    """A loaded export: its path, its header (None when the file has none) and its events.
+
+    `lines[i]` is the 1-based file line of `events[i]` (for errors found after loading).
+    """
+
+    path: str
+    header: SessionFileHeader | None
+    events: tuple[Event, ...]
+    lines: tuple[int, ...] = ()
+
+
+class _EventLine(msgspec.Struct, frozen=True):
+    seq: int
+    type: str
+    time: int
+    data: msgspec.Raw
+
+
+_HEADER_DECODER: Final = msgspec.json.Decoder(SessionFileHeader)
+_LINE_DECODER: Final = msgspec.json.Decoder(_EventLine)
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+def _bad(path: str, line: int | None, detail: str) -> HarnessError:
+    where = f"{path}: line {line}" if line is not None else path
+    return HarnessError(f"invalid session file {where}: {detail}", ErrorCode.INVALID_REPLAY_FILE)
+
+
+def load_session_file(path: str | os.PathLike[str]) -> SessionFile:
+    """Read and validate an export written by `export_session` (blocking file I/O).
+
+    A missing file, a malformed or truncated line, a missing or out-of-order seq, an unknown event
+    type, a payload that does not match its type, or a header count that disagrees raises
+    `INVALID_REPLAY_FILE` naming the file and line.
+    """
+    name = os.fspath(path)
+    try:
+        blob = Path(name).read_bytes()
+    except OSError as exc:
+        raise _bad(name, None, f"cannot read the file ({exc.strerror or exc})") from exc
+    lines = blob.split(b"\n")
+    unterminated = not blob.endswith(b"\n")
+    last_number = len(lines) if unterminated else len(lines) - 1
+    header: SessionFileHeader | None = None
+    events: list[Event] = []
+    numbers: list[int] = []
+    session_label = "<import>"
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        truncated = unterminated and number == last_number
+        if header is None and not events and _is_header(line):
+            header = _parse_header(name, number, line, truncated)
+            session_label = header.session_id or session_label
+            continue
+        try:
+            entry = _LINE_DECODER.decode(line)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            if truncated:
+                raise _bad(name, number, f"truncated last line ({exc})") from exc
+            raise _bad(name, number, f"malformed event line ({exc})") from exc
+        expected = len(events)
+        if entry.seq != expected:
+            detail = (
+                f"missing seq {expected} (found seq {entry.seq})"
+                if entry.seq > expected
+                else f"seq {entry.seq} repeats or goes backwards (expected {expected})"
+            )
+            raise _bad(name, number, detail)
+        try:
+            data = decode_event_data(session_label, entry.seq, entry.type, bytes(entry.data))
+        except HarnessError as exc:
+            detail = exc.message
+            if truncated:
+                detail = f"truncated last line ({detail})"
+            raise _bad(name, number, detail) from exc
+        events.append(Event(entry.seq, entry.type, entry.time, data))
+        numbers.append(number)
+    if not events:
+        raise _bad(name, None, "contains no events")
+    if header is not None and header.events != len(events):
+        raise _bad(
+            name,
+            last_number,
+            f"the header records {header.events} event(s) but the file holds {len(events)} "
+            "(truncated file?)",
+        )
+    return SessionFile(name, header, tuple(events), tuple(numbers))
+
+
+def _is_header(line: bytes) -> bool:
+    """True for a JSON object with a `format` key and no `seq` (the export's first line)."""
+    try:
+        value = msgspec.json.decode(line)
+    except msgspec.DecodeError:
+        return False
+    return isinstance(value, dict) and "format" in value and "seq" not in value
+
+
+def _parse_header(path: str, number: int, line: bytes, truncated: bool) -> SessionFileHeader:
+    try:
+        header = _HEADER_DECODER.decode(line)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        kind = "truncated last line" if truncated else "malformed header line"
+        raise _bad(path, number, f"{kind} ({exc})") from exc
+    if header.format != EXPORT_FORMAT or header.version != EXPORT_VERSION:
+        raise _bad(
+            path,
+            number,
+            f"unsupported format {header.format!r} version {header.version} "
+            f"(expected {EXPORT_FORMAT!r} version {EXPORT_VERSION})",
+        )
+    return header
+
+
+async def export_session(log: SessionLog, session_id: str, path: str | os.PathLike[str]) -> int:
+    """Write every event of `session_id` to `path` as JSONL (header line first); returns the count.
+
+    The file is written to a temporary sibling, fsynced and renamed, so `path` is either the old
+    file or the complete export. An unknown session raises `SESSION_NOT_FOUND`.
+    """
+    events = await log.read(session_id)
+    header = SessionFileHeader(
+        format=EXPORT_FORMAT,
+        version=EXPORT_VERSION,
+        session_id=session_id,
+        created_at=events[0].time if events else 0,
+        events=len(events),
+    )
+    parts = [_ENCODER.encode(header)]
+    for event in events:
+        raw = msgspec.Raw(_ENCODER.encode(event.data))
+        parts.append(_ENCODER.encode(_EventLine(event.seq, event.type, event.time, raw)))
+    parts.append(b"")
+    await asyncio.to_thread(_write_atomically, os.fspath(path), b"\n".join(parts))
+    return len(events)
+
+
+def _write_atomically(path: str, blob: bytes) -> None:
+    target = Path(path)
+    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with temp.open("wb") as fh:
+            fh.write(blob)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(temp, target)
+    except OSError as exc:
+        temp.unlink(missing_ok=True)
+        raise HarnessError(
+            f"cannot write session export {path}: {exc.strerror or exc}", ErrorCode.INVALID_ARGS
+        ) from exc
+
+
+async def import_session(
+    log: SessionLog, path: str | os.PathLike[str], session_id: str | None = None
+) -> str:
+    """Load `path` (see `load_session_file`) into a new session of `log`; returns its id.
+
+    The session id is `session_id`, else the one recorded in the header. Events keep their seqs
+    and times and are stored atomically with a durable barrier. Importing into a session that
+    already has events raises `INVALID_ARGS` (nothing existing is touched).
+    """
+    loaded = await asyncio.to_thread(load_session_file, path)
+    target = session_id if session_id is not None else (loaded.header and loaded.header.session_id)
+    if not target:
+        raise HarnessError(
+            f"cannot import {loaded.path}: the file records no session id; pass session_id=",
+            ErrorCode.INVALID_ARGS,
+        )
+    if await log.exists(target):
+        raise HarnessError(
+            f"cannot import {loaded.path} into session {target!r}: the session already has "
+            "events (import only creates new sessions)",
+            ErrorCode.INVALID_ARGS,
+        )
+    rows: list[Row] = []
+    for event in loaded.events:
+        name, raw = encode_event_data(target, event.data, where=f"import seq {event.seq}")
+        rows.append((name, event.time, raw))
+    log._check_open()
+    first = await log._store(target, rows, barrier=True)
+    if first != 0:
+        raise HarnessError(
+            f"session {target!r} was created concurrently while importing {loaded.path}; the "
+            f"imported events were appended from seq {first}",
+            ErrorCode.SEQ_CONFLICT,
+        )
+    return target

@@ -1,0 +1,300 @@
+"""The session-log interface: one async API over durable, append-only, per-session event lists.
+
+`SessionLog` does everything backend-independent exactly once — argument checks, payload
+validation, msgspec JSON encoding and decoding, timestamps, closed-state checks — and delegates
+storage to a handful of small abstract primitives (`_store`, `_flush`, `_load`, `_load_latest`,
+`_exists`, `_list_sessions`, `_close`). Backends (`memory.py`, `sqlite.py`, `postgres.py`)
+implement only those primitives. The event structs and the registry live in `events.py` and are
+re-exported here.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from types import TracebackType
+from typing import Self, TypeAlias
+
+import msgspec
+
+from ..errors import ErrorCode, HarnessError
+from .events import (
+    AbortCause,
+    AssistantChunk,
+    AssistantMessage,
+    EpochHeader,
+    Event,
+    LlmRetry,
+    LlmRetryStarted,
+    RequestContext,
+    RequestHeader,
+    StepEnd,
+    StepStart,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnAborted,
+    TurnBlocked,
+    TurnCompleted,
+    TurnEnd,
+    TurnEndReason,
+    TurnErrored,
+    TurnInterrupted,
+    TurnMaxTokens,
+    TurnStart,
+    UserMessage,
+    decode_event_data,
+    encode_event_data,
+    event_type_of,
+    event_types,
+    register_event_type,
+)
+
+__all__ = [
+    "AbortCause",
+    "AssistantChunk",
+    "AssistantMessage",
+    "EpochHeader",
+    "Event",
+    "LlmRetry",
+    "LlmRetryStarted",
+    "RequestContext",
+    "RequestHeader",
+    "Row",
+    "SessionInfo",
+    "SessionLog",
+    "StepEnd",
+    "StepStart",
+    "StoredRow",
+    "ToolCallRecord",
+    "ToolResultRecord",
+    "TurnAborted",
+    "TurnBlocked",
+    "TurnCompleted",
+    "TurnEnd",
+    "TurnEndReason",
+    "TurnErrored",
+    "TurnInterrupted",
+    "TurnMaxTokens",
+    "TurnStart",
+    "UserMessage",
+    "decode_event_data",
+    "encode_event_data",
+    "event_type_of",
+    "event_types",
+    "register_event_type",
+]
+
+Row: TypeAlias = tuple[str, int, bytes]
+"""A row to store: `(event type, epoch-ms time, JSON payload bytes)`; the seq is assigned by `_store`."""
+
+StoredRow: TypeAlias = tuple[int, str, int, bytes]
+"""A stored row as loaded: `(seq, event type, epoch-ms time, JSON payload bytes)`."""
+
+
+class SessionInfo(msgspec.Struct, frozen=True):
+    """One session in a log: its id, event count, and the times of its first and last events."""
+
+    session_id: str
+    events: int
+    first_time: int
+    last_time: int
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _check_session_id(session_id: object) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise HarnessError(
+            f"session id must be a non-empty string, got {session_id!r}", ErrorCode.INVALID_ARGS
+        )
+    return session_id
+
+
+class SessionLog(ABC):
+    """Abstract durable session log; subclasses implement only the underscore primitives.
+
+    Public API (all async): `append`, `append_many`, `flush`, `read`, `latest`, `sessions`,
+    `exists`, `close`. Sessions are created by their first append. Appends may be buffered
+    (group commit); `flush()` is the durable barrier. Usable as an async context manager.
+    """
+
+    def __init__(self, *, clock: Callable[[], int] | None = None) -> None:
+        self._clock: Callable[[], int] = clock or _now_ms
+        self._closed = False
+
+    # ---- public API --------------------------------------------------------------------------
+
+    async def append(
+        self, session_id: str, data: msgspec.Struct, *, barrier: bool = False
+    ) -> Event:
+        """Validate, encode and append one event; returns it with its assigned seq.
+
+        With `barrier=True` the event (and everything appended before it) is durable on return.
+        """
+        return (await self.append_many(session_id, (data,), barrier=barrier))[0]
+
+    async def append_many(
+        self, session_id: str, datas: Iterable[msgspec.Struct], *, barrier: bool = False
+    ) -> list[Event]:
+        """Append several events atomically with contiguous seqs (all or none); returns them."""
+        sid = _check_session_id(session_id)
+        self._check_open()
+        items = list(datas)
+        if not items:
+            return []
+        now = self._clock()
+        rows: list[Row] = []
+        for data in items:
+            name, raw = encode_event_data(sid, data)
+            rows.append((name, now, raw))
+        first = await self._store(sid, rows, barrier=barrier)
+        return [
+            Event(first + i, name, now, data)
+            for i, ((name, _, _), data) in enumerate(zip(rows, items, strict=True))
+        ]
+
+    async def flush(self) -> None:
+        """Durable barrier: every event appended (on any session) before this call is durable on return."""
+        self._check_open()
+        await self._flush()
+
+    async def read(
+        self, session_id: str, from_seq: int = 0, to_seq: int | None = None
+    ) -> list[Event]:
+        """Events of `session_id` with `from_seq <= seq < to_seq` (to the end when `to_seq` is None).
+
+        An unknown session raises `SESSION_NOT_FOUND`; a stored payload that no longer matches its
+        registered type (or an unregistered type) raises `INVALID_EVENT` naming session and seq.
+        """
+        sid = _check_session_id(session_id)
+        self._check_open()
+        if from_seq < 0 or (to_seq is not None and to_seq < from_seq):
+            raise HarnessError(
+                f"invalid seq range [{from_seq}, {to_seq}) for session {sid!r}",
+                ErrorCode.INVALID_ARGS,
+            )
+        rows = await self._load(sid, from_seq, to_seq)
+        if not rows and not await self._exists(sid):
+            raise HarnessError(f"session {sid!r} does not exist", ErrorCode.SESSION_NOT_FOUND)
+        return [self._decode(sid, row) for row in rows]
+
+    async def latest(self, session_id: str, type: str) -> Event | None:
+        """The event of type `type` with the highest seq, or None (also for an unknown session)."""
+        sid = _check_session_id(session_id)
+        self._check_open()
+        row = await self._load_latest(sid, type)
+        return None if row is None else self._decode(sid, row)
+
+    async def sessions(self) -> list[SessionInfo]:
+        """Every session in the log, ordered by session id."""
+        self._check_open()
+        return sorted(await self._list_sessions(), key=lambda info: info.session_id)
+
+    async def exists(self, session_id: str) -> bool:
+        """True when the session has at least one event."""
+        sid = _check_session_id(session_id)
+        self._check_open()
+        return await self._exists(sid)
+
+    async def close(self) -> None:
+        """Flush what is buffered and release resources; idempotent. Later calls raise `LOG_UNAVAILABLE`."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._close()
+
+    @property
+    def closed(self) -> bool:
+        """True once `close()` was called."""
+        return self._closed
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ---- helpers -----------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise HarnessError(
+                f"session log {self.describe()} is closed", ErrorCode.LOG_UNAVAILABLE
+            )
+
+    @staticmethod
+    def _decode(session_id: str, row: StoredRow) -> Event:
+        seq, name, at, raw = row
+        return Event(seq, name, at, decode_event_data(session_id, seq, name, raw))
+
+    def describe(self) -> str:
+        """A short, credential-free description of the backend for error messages."""
+        return type(self).__name__
+
+    # ---- storage primitives (the backend contract) -------------------------------------------
+
+    @abstractmethod
+    async def _store(self, session_id: str, rows: Sequence[Row], *, barrier: bool) -> int:
+        """Store `rows` (non-empty) at the end of `session_id`; return the seq given to `rows[0]`.
+
+        Contract:
+        - Seqs are contiguous from 0 per session: `rows[i]` gets `first_seq + i`, and `first_seq`
+          is the session's current event count (0 for a new session, which this call creates).
+        - Atomic: all rows are stored or none is (an exception leaves the session unchanged), and
+          atomic with respect to concurrent `_store` calls on the same session — from this
+          instance (several asyncio tasks; the base class does not lock) and, for shared
+          backends, from other instances and processes: seqs never collide and never skip. A
+          conflict that cannot be resolved raises `HarnessError` `SEQ_CONFLICT`.
+        - Visibility: once `_store` returns, the rows are returned by `_load`/`_load_latest`/
+          `_exists`/`_list_sessions` of this instance, even if not yet durable.
+        - Durability: with `barrier=False` the rows may be buffered (group commit) until the next
+          `_flush` (or an earlier backend-chosen commit); with `barrier=True` they, and every row
+          stored earlier by this instance, must be durable before returning.
+        - Cancellation: if the awaiting task is cancelled, the store either has no effect or
+          completes, and every later call on this instance observes that outcome (the agent loop
+          asks `_load_latest` whether an interrupted chunk append landed, to cite it).
+        - `rows` are already validated and encoded: store the type, time and bytes verbatim.
+        - Storage failures raise `HarnessError` `LOG_UNAVAILABLE` (naming the backend/path, never
+          credentials); never a partial session.
+        """
+
+    @abstractmethod
+    async def _flush(self) -> None:
+        """Make every row stored by this instance before the call durable (fsync/commit), or raise.
+
+        A failure raises `HarnessError` `LOG_UNAVAILABLE` and must not discard buffered rows
+        silently: a later successful `_flush` still persists them, or the backend is broken and
+        keeps raising. With nothing buffered it returns promptly.
+        """
+
+    @abstractmethod
+    async def _load(self, session_id: str, from_seq: int, to_seq: int | None) -> list[StoredRow]:
+        """Rows of `session_id` with `from_seq <= seq < to_seq` (to the end if None), ascending.
+
+        Includes rows buffered but not yet durable. An unknown session returns `[]` (the base
+        class then asks `_exists` to tell "unknown" from "empty range").
+        """
+
+    @abstractmethod
+    async def _load_latest(self, session_id: str, type: str) -> StoredRow | None:
+        """The row of `session_id` with event type `type` and the highest seq, or None."""
+
+    @abstractmethod
+    async def _exists(self, session_id: str) -> bool:
+        """True when `session_id` has at least one stored row (buffered rows count)."""
+
+    @abstractmethod
+    async def _list_sessions(self) -> list[SessionInfo]:
+        """One `SessionInfo` per session with at least one row (any order; the base sorts)."""
+
+    @abstractmethod
+    async def _close(self) -> None:
+        """Flush buffered rows and release connections/files; called at most once."""
