@@ -1,0 +1,273 @@
+"""DeepSeek streaming translation (spec B.4): SSE ``data`` payloads → `StreamChunk`s.
+
+Payloads are decoded with a typed `msgspec` decoder into the small structs below (unknown fields
+skipped, nothing built as dicts). Block indices are assigned in first-open order across kinds; the
+literal ``[DONE]`` closes every open block, then emits usage, then the finish. A payload carrying an
+``error`` object ends the stream at once with an error finish.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from ...errors import (
+    ErrorCode,
+    LlmError,
+    is_context_window_exceeded_error,
+    is_quota_exceeded_error,
+)
+from ...vocab import (
+    BlockEnd,
+    BlockStart,
+    Error,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    MaxTokens,
+    ReasoningBlock,
+    ReasoningDelta,
+    Stop,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    ToolCalls,
+    UsageChunk,
+)
+from ...wire.status import http_error_code
+
+__all__ = ["DONE", "EMPTY_RESPONSE_MESSAGE", "Translator", "map_finish_reason"]
+
+DONE: Final = "[DONE]"
+EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
+
+
+class _Function(msgspec.Struct, gc=False):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallDelta(msgspec.Struct, gc=False):
+    index: int = 0
+    id: str | None = None
+    function: _Function | None = None
+
+
+class _Delta(msgspec.Struct, gc=False):
+    content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
+
+
+class _Choice(msgspec.Struct, gc=False):
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+
+
+class _PromptDetails(msgspec.Struct, gc=False):
+    cached_tokens: int | None = None
+
+
+class _CompletionDetails(msgspec.Struct, gc=False):
+    reasoning_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_cache_hit_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
+    reasoning_tokens: int | None = None  # non-standard top-level field of some hosts
+
+
+class _StreamError(msgspec.Struct, gc=False):
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+
+
+class _Payload(msgspec.Struct, gc=False):
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: _StreamError | None = None
+
+
+_DECODER: Final = msgspec.json.Decoder(_Payload)
+_STOP: Final = Stop()
+_TOOL_CALLS: Final = ToolCalls()
+_MAX_TOKENS: Final = MaxTokens()
+
+
+def map_finish_reason(reason: str) -> FinishReason:
+    """``stop``/``tool_calls``/``length`` → stop/tool-calls/max-tokens; anything else → error."""
+    if reason == "stop":
+        return _STOP
+    if reason == "tool_calls":
+        return _TOOL_CALLS
+    if reason == "length":
+        return _MAX_TOKENS
+    return Error(LlmFailure(f"model stopped: {reason}", reason.upper() or ErrorCode.UNKNOWN))
+
+
+def _map_usage(u: _Usage) -> TokenUsage:
+    # DeepSeek's own `prompt_cache_hit_tokens` wins; the OpenAI-style mirror
+    # `prompt_tokens_details.cached_tokens` serves hosts that only report that one.
+    cache_read = u.prompt_cache_hit_tokens
+    if cache_read is None and u.prompt_tokens_details is not None:
+        cache_read = u.prompt_tokens_details.cached_tokens
+    details = u.completion_tokens_details
+    reasoning = (
+        details.reasoning_tokens
+        if details is not None and details.reasoning_tokens is not None
+        else u.reasoning_tokens
+    )
+    return TokenUsage(
+        u.prompt_tokens - (cache_read or 0), u.completion_tokens, cache_read, None, reasoning
+    )
+
+
+def _stream_error(err: _StreamError) -> Error:
+    message = err.message or "DeepSeek stream reported an error"
+    detail = " ".join(str(v) for v in (err.code, err.type, err.message) if v)
+    if isinstance(err.code, int) and 400 <= err.code <= 599:
+        code = http_error_code(err.code, detail)
+    elif is_quota_exceeded_error(detail):
+        code = ErrorCode.QUOTA
+    elif is_context_window_exceeded_error(detail):
+        code = ErrorCode.CONTEXT_WINDOW_EXCEEDED
+    elif "rate" in detail.lower() and "limit" in detail.lower():
+        code = ErrorCode.RATE_LIMIT
+    else:
+        code = ErrorCode.SERVER
+    return Error(LlmFailure(f"DeepSeek stream error: {message}", code))
+
+
+class _ToolState:
+    __slots__ = ("args", "id", "index", "name")
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+        self.id = ""
+        self.name: str | None = None
+        self.args: list[str] = []
+
+
+class Translator:
+    """Per-response translation state; `push` one payload at a time until `done` is True."""
+
+    __slots__ = (
+        "_next",
+        "_order",
+        "_reasoning",
+        "_reasoning_index",
+        "_text",
+        "_text_index",
+        "_tools",
+        "done",
+        "finish",
+        "usage",
+    )
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._order: list[tuple[str, int, _ToolState | None]] = []
+        self._text: list[str] = []
+        self._text_index = -1
+        self._reasoning: list[str] = []
+        self._reasoning_index = -1
+        self._tools: dict[int, _ToolState] = {}
+        self.finish: FinishReason | None = None
+        self.usage: TokenUsage | None = None
+        self.done = False
+
+    def push(self, data: str, out: list[StreamChunk]) -> None:
+        """Translate one SSE data payload, appending the chunks it produces to `out`.
+
+        Raises `LlmError` ``MALFORMED_RESPONSE`` for a payload that is not valid JSON of the
+        chunk shape. After ``[DONE]`` (or an in-band error) `done` is True.
+        """
+        if data == DONE:
+            self._close(out)
+            return
+        try:
+            payload = _DECODER.decode(data)
+        except msgspec.DecodeError:
+            raise LlmError(
+                f"malformed SSE payload: {data[:120]}", ErrorCode.MALFORMED_RESPONSE
+            ) from None
+        if payload.choices:
+            for choice in payload.choices:
+                delta = choice.delta
+                if delta is not None:
+                    text = delta.reasoning_content
+                    if text:
+                        if self._reasoning_index < 0:
+                            self._reasoning_index = self._open("reasoning", out)
+                        self._reasoning.append(text)
+                        out.append(ReasoningDelta(self._reasoning_index, text))
+                    text = delta.content
+                    if text:
+                        if self._text_index < 0:
+                            self._text_index = self._open("text", out)
+                        self._text.append(text)
+                        out.append(TextDelta(self._text_index, text))
+                    if delta.tool_calls:
+                        self._tool_deltas(delta.tool_calls, out)
+                if choice.finish_reason is not None:
+                    self.finish = map_finish_reason(choice.finish_reason)
+        if payload.usage is not None:
+            self.usage = _map_usage(payload.usage)
+        if payload.error is not None:
+            if self.usage is not None:
+                out.append(UsageChunk(self.usage))
+            out.append(Finish(_stream_error(payload.error)))
+            self.done = True
+
+    def _open(self, kind: str, out: list[StreamChunk], tool: _ToolState | None = None) -> int:
+        index = self._next
+        self._next += 1
+        self._order.append((kind, index, tool))
+        out.append(BlockStart(index, kind))
+        return index
+
+    def _tool_deltas(self, calls: list[_ToolCallDelta], out: list[StreamChunk]) -> None:
+        for call in calls:
+            state = self._tools.get(call.index)
+            if state is None:
+                state = _ToolState(self._next)
+                self._tools[call.index] = state
+                self._open("tool-call", out, state)
+            if call.id:
+                state.id = call.id
+            fragment = ""
+            fn = call.function
+            if fn is not None:
+                if fn.name:
+                    state.name = fn.name
+                fragment = fn.arguments or ""
+            state.args.append(fragment)
+            out.append(ToolCallDelta(state.index, state.id, fragment, state.name))
+
+    def _close(self, out: list[StreamChunk]) -> None:
+        for kind, index, tool in self._order:
+            if tool is not None:
+                block: ToolCallBlock | TextBlock | ReasoningBlock = ToolCallBlock(
+                    tool.id, tool.name or "", "".join(tool.args)
+                )
+            elif kind == "text":
+                block = TextBlock("".join(self._text))
+            else:
+                block = ReasoningBlock("".join(self._reasoning))
+            out.append(BlockEnd(index, block))
+        if self.usage is not None:
+            out.append(UsageChunk(self.usage))
+        reason = self.finish or _STOP
+        if isinstance(reason, Stop) and not self._order:
+            reason = Error(LlmFailure(EMPTY_RESPONSE_MESSAGE, ErrorCode.EMPTY_RESPONSE))
+        out.append(Finish(reason))
+        self.done = True

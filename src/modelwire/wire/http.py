@@ -1,0 +1,144 @@
+"""The shared HTTP transport: one pooled `aiohttp.ClientSession` per event loop, and a streaming
+POST that maps every transport failure to `LlmError`.
+
+`stream_post` sends one JSON body and yields the response body in reads as they arrive, each
+read (and the request up to its headers) guarded by the idle watchdog. Failures never leak an
+aiohttp type: before headers ``TRANSPORT`` "<provider> API request to <endpoint> failed", after
+headers ``TRANSPORT`` "<provider> API stream from <endpoint> failed", watchdog expiry ``TIMEOUT``,
+a non-2xx status the `failure_for_status` error (reading at most 1 MiB of the error body), a 2xx
+without a body ``EMPTY_RESPONSE``. Caller cancellation stays `asyncio.CancelledError`. The
+connection is returned to the pool only after a body was read to its end; on every other path
+(error, cancellation, early close of the generator) it is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from typing import Final
+
+import aiohttp
+
+from ..errors import ErrorCode, LlmError
+from .status import failure_for_status
+from .watchdog import IdleWatchdog
+
+__all__ = ["MAX_ERROR_BODY_BYTES", "close_sessions", "get_session", "stream_post"]
+
+MAX_ERROR_BODY_BYTES: Final = 1 << 20
+"""At most this many bytes of a non-2xx body are read (1 MiB)."""
+
+_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
+    weakref.WeakKeyDictionary()
+)
+_TRANSPORT_ERRORS: Final = (aiohttp.ClientError, OSError, ValueError, RuntimeError)
+
+
+def get_session() -> aiohttp.ClientSession:
+    """The pooled client session of the running event loop, created on first use.
+
+    No overall or read timeout is set (the idle watchdog owns stalls); environment proxies are not
+    consulted, no cookies are kept between requests, and redirects are not followed (a 3xx is a
+    failure: re-sending a POST body elsewhere is never silent).
+    """
+    loop = asyncio.get_running_loop()
+    session = _sessions.get(loop)
+    if session is None or session.closed:
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+            timeout=aiohttp.ClientTimeout(total=None, sock_read=None, sock_connect=None),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=True,
+        )
+        _sessions[loop] = session
+    return session
+
+
+async def close_sessions() -> None:
+    """Close the running loop's pooled session (a later `get_session` opens a fresh one)."""
+    loop = asyncio.get_running_loop()
+    session = _sessions.pop(loop, None)
+    if session is not None and not session.closed:
+        await session.close()
+
+
+async def _read_error_body(response: aiohttp.ClientResponse, watchdog: IdleWatchdog) -> str:
+    parts: list[bytes] = []
+    remaining = MAX_ERROR_BODY_BYTES
+    try:
+        while remaining > 0:
+            data = await watchdog.guard(response.content.read(remaining))
+            if not data:
+                break
+            parts.append(data)
+            remaining -= len(data)
+    except (*_TRANSPORT_ERRORS, LlmError):
+        pass  # a broken error body still fails by its status
+    return b"".join(parts).decode("utf-8", "replace")
+
+
+async def stream_post(
+    url: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    *,
+    provider: str,
+    endpoint: str,
+    watchdog: IdleWatchdog,
+    fallback_request_id_headers: Iterable[str] = (),
+    secrets: Iterable[str] = (),
+) -> AsyncGenerator[bytes, None]:
+    """POST `body` (JSON bytes) to `url` and yield the 2xx response body read by read.
+
+    `provider` is the display name and `endpoint` the base URL used in failure messages;
+    `secrets` are redacted from any provider error text. Close the generator (``aclose``) to stop
+    early; the connection is then dropped, never reused half-read.
+    """
+    session = get_session()
+    try:
+        response = await watchdog.guard(
+            session.post(url, data=body, headers=headers, allow_redirects=False)
+        )
+    except LlmError:
+        raise
+    except _TRANSPORT_ERRORS as exc:
+        raise LlmError(
+            f"{provider} API request to {endpoint} failed", ErrorCode.TRANSPORT, cause=exc
+        ) from exc
+    clean = False
+    try:
+        status = response.status
+        if status < 200 or status >= 300:
+            text = await _read_error_body(response, watchdog)
+            raise failure_for_status(
+                status,
+                text,
+                response.headers,
+                provider=provider,
+                fallback_request_id_headers=fallback_request_id_headers,
+                secrets=secrets,
+            )
+        if status in (204, 205) or response.content_length == 0:
+            clean = True
+            raise LlmError(f"{provider} API returned no response body", ErrorCode.EMPTY_RESPONSE)
+        content = response.content
+        guard = watchdog.guard
+        while True:
+            try:
+                data = await guard(content.readany())
+            except LlmError:
+                raise
+            except _TRANSPORT_ERRORS as exc:
+                raise LlmError(
+                    f"{provider} API stream from {endpoint} failed", ErrorCode.TRANSPORT, cause=exc
+                ) from exc
+            if not data:
+                clean = True
+                return
+            yield data
+    finally:
+        if clean:
+            response.release()
+        else:
+            response.close()

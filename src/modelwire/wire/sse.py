@@ -1,0 +1,126 @@
+"""Incremental Server-Sent Events framing: response-body bytes in, dispatched events out.
+
+The decoder follows the WHATWG event-stream rules that matter to model APIs: UTF-8 decoded with
+invalid bytes replaced by U+FFFD (a code point may be split across reads), one leading BOM
+stripped, lines ending in CRLF, LF or a lone CR (a CR at the end of a read is held until the next
+read decides), comments ignored, multi-line ``data`` joined with ``\\n``, an event dispatched on a
+blank line only when it has at least one ``data`` line. It never buffers more than one unfinished
+line plus the pending event, and the common LF-only case costs one ``bytes.split`` per read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+import msgspec
+
+__all__ = ["SseDecoder", "SseEvent"]
+
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+class SseEvent(msgspec.Struct, frozen=True, gc=False):
+    """One dispatched event: its ``event`` type (None when unnamed), ``data`` and last event ``id``."""
+
+    event: str | None
+    data: str
+    id: str | None = None
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+class SseDecoder:
+    """Turns response-body bytes, fed in reads of any size, into `SseEvent`s in arrival order.
+
+    `on_comment`, when given, receives each comment's text (the rest of a ``:`` line minus one
+    optional leading space), e.g. to observe ``: keep-alive`` pulses; comments are never events.
+    """
+
+    __slots__ = ("_bom", "_buf", "_data", "_event", "_id", "_on_comment")
+
+    def __init__(self, *, on_comment: Callable[[str], None] | None = None) -> None:
+        self._buf: bytes = b""
+        self._bom = True  # a leading BOM may still arrive
+        self._data: list[bytes] | None = None
+        self._event: bytes | None = None
+        self._id: str | None = None
+        self._on_comment = on_comment
+
+    def feed(self, chunk: bytes) -> list[SseEvent]:
+        """Consume one read of body bytes and return the events it completed (possibly none)."""
+        buf = self._buf + chunk if self._buf else chunk
+        if self._bom:
+            if len(buf) < 3 and _BOM.startswith(buf):
+                self._buf = buf
+                return []
+            self._bom = False
+            if buf.startswith(_BOM):
+                buf = buf[3:]
+        if b"\r" in buf:
+            held = buf.endswith(b"\r")
+            if held:
+                buf = buf[:-1]
+            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if held:
+                buf += b"\r"
+        lines = buf.split(b"\n")
+        self._buf = lines.pop()
+        if not lines:
+            return []
+        return self._lines(lines)
+
+    def close(self) -> list[SseEvent]:
+        """Signal end of input: a held CR still ends its line; an unterminated event is dropped."""
+        buf, self._buf = self._buf, b""
+        self._bom = False
+        out: list[SseEvent] = []
+        if buf.endswith(b"\r"):
+            out = self._lines([buf[:-1]])
+        self._data = None
+        self._event = None
+        return out
+
+    def _lines(self, lines: list[bytes]) -> list[SseEvent]:
+        out: list[SseEvent] = []
+        data = self._data
+        for line in lines:
+            if not line:
+                if data is not None:
+                    payload = data[0] if len(data) == 1 else b"\n".join(data)
+                    ev = self._event
+                    out.append(
+                        SseEvent(None if ev is None else _text(ev), _text(payload), self._id)
+                    )
+                    data = None
+                    self._event = None
+                continue
+            if line.startswith(b"data:"):
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                if data is None:
+                    data = [value]
+                else:
+                    data.append(value)
+                continue
+            if line[0] == 0x3A:  # ":" comment
+                if self._on_comment is not None:
+                    text = line[2:] if line[1:2] == b" " else line[1:]
+                    self._on_comment(_text(text))
+                continue
+            name, colon, value = line.partition(b":")
+            if colon and value[:1] == b" ":
+                value = value[1:]
+            if name == b"data":  # "data" without a colon: an empty data line
+                if data is None:
+                    data = [value]
+                else:
+                    data.append(value)
+            elif name == b"event":
+                self._event = value or None
+            elif name == b"id" and b"\x00" not in value:
+                self._id = _text(value)
+            # "retry" and unknown fields are ignored.
+        self._data = data
+        return out

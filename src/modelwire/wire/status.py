@@ -1,0 +1,201 @@
+"""HTTP failure mapping shared by every HTTP adapter: status → `LlmError`, Retry-After, request id.
+
+`failure_for_status` classifies a non-2xx response (spec B.2, rule B12) in this order: 401/403
+``AUTH``; 413 ``INVALID_REQUEST``; quota wording in the error detail ``QUOTA``; 429
+``RATE_LIMIT``; 400 with context-overflow wording ``CONTEXT_WINDOW_EXCEEDED``, else
+``INVALID_REQUEST``; 5xx ``SERVER``; anything else ``HTTP_<status>``. The message names the
+provider and the status and carries the provider's own error text, with credentials redacted.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Iterable, Mapping
+from email.utils import parsedate_to_datetime
+from typing import Final
+
+import msgspec
+
+from ..errors import (
+    ErrorCode,
+    LlmError,
+    is_context_window_exceeded_error,
+    is_quota_exceeded_error,
+)
+
+__all__ = [
+    "error_detail",
+    "failure_for_status",
+    "http_error_code",
+    "parse_retry_after",
+    "request_id_from",
+]
+
+_MAX_RETRY_AFTER_MS: Final = float(2**53 - 1)
+_MAX_TEXT: Final = 500
+_SECRET_SHAPES: Final = re.compile(
+    r"(?i)\b(?:sk|pk|rk|key|api[_-]?key)[-_][A-Za-z0-9_\-]{8,}|\bBearer\s+[^\s\"',;]+"
+)
+
+
+class _ErrorObject(msgspec.Struct):
+    message: object = None
+    type: object = None
+    code: object = None
+
+
+class _ErrorEnvelope(msgspec.Struct):
+    error: _ErrorObject | str | None = None
+    message: object = None
+
+
+_ENVELOPE: Final = msgspec.json.Decoder(_ErrorEnvelope)
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    value = headers.get(name)
+    if value is None and not hasattr(headers, "getall"):  # plain dict: match case-insensitively
+        for key, candidate in headers.items():
+            if key.lower() == name:
+                value = candidate
+                break
+    return value or None
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Milliseconds a ``Retry-After`` header asks for, or None when absent or unusable.
+
+    All-digit values are seconds; anything else is an HTTP date measured against `now` (epoch
+    seconds, default the wall clock). Only finite values > 0 are kept (``0``, overflowing digit
+    strings, past dates and invalid text give None); values are not rounded.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    if text.isascii() and text.isdigit():
+        ms = float(text) * 1000.0
+    else:
+        try:
+            when = parsedate_to_datetime(text)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        if when is None or when.tzinfo is None:
+            return None
+        ms = (when.timestamp() - (time.time() if now is None else now)) * 1000.0
+    if not math.isfinite(ms) or ms <= 0 or ms > _MAX_RETRY_AFTER_MS:
+        return None
+    return ms
+
+
+def request_id_from(headers: Mapping[str, str], fallback_names: Iterable[str] = ()) -> str | None:
+    """The provider request id: ``x-request-id``, else the first present `fallback_names` header.
+
+    An empty header value counts as absent.
+    """
+    found = _header(headers, "x-request-id")
+    if found is not None:
+        return found
+    for name in fallback_names:
+        found = _header(headers, name.lower())
+        if found is not None:
+            return found
+    return None
+
+
+def _redact(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    return _SECRET_SHAPES.sub("[redacted]", text)
+
+
+def _parse(body_text: str) -> tuple[str | None, str, bool]:
+    try:
+        envelope = _ENVELOPE.decode(body_text)
+    except (msgspec.DecodeError, ValueError):
+        return None, "", False
+    err = envelope.error
+    if isinstance(err, str):
+        return (err or None), err, True
+    if err is None:
+        top = envelope.message
+        return (top if isinstance(top, str) and top else None), "", True
+    parts = [str(v) for v in (err.code, err.type, err.message) if v]
+    message = err.message if isinstance(err.message, str) and err.message else None
+    return message, " ".join(parts), True
+
+
+def error_detail(body_text: str) -> tuple[str | None, str]:
+    """Parse a provider error body into (provider message or None, classification detail).
+
+    The detail joins the truthy ``error.code``, ``error.type`` and ``error.message`` with one
+    space; a non-JSON body gives an empty detail (the status alone decides).
+    """
+    message, detail, _ = _parse(body_text)
+    return message, detail
+
+
+def http_error_code(status: int, detail: str) -> str:
+    """The failure code for a non-2xx `status` given the error `detail` text (rule B12)."""
+    if status in (401, 403):
+        return ErrorCode.AUTH
+    if status == 413:
+        return ErrorCode.INVALID_REQUEST
+    if detail and is_quota_exceeded_error(detail):
+        return ErrorCode.QUOTA
+    if status == 429:
+        return ErrorCode.RATE_LIMIT
+    if status == 400:
+        if detail and is_context_window_exceeded_error(detail):
+            return ErrorCode.CONTEXT_WINDOW_EXCEEDED
+        return ErrorCode.INVALID_REQUEST
+    if status >= 500:
+        return ErrorCode.SERVER
+    return ErrorCode.http(status)
+
+
+def _plain_text(body_text: str) -> str | None:
+    text = " ".join(body_text.split())
+    if not text or text.startswith("<") or len(text) > 200:
+        return None  # empty, an HTML gateway page, or too long to be a message
+    return text
+
+
+def failure_for_status(
+    status: int,
+    body_text: str,
+    headers: Mapping[str, str],
+    *,
+    provider: str,
+    fallback_request_id_headers: Iterable[str] = (),
+    secrets: Iterable[str] = (),
+    now: float | None = None,
+) -> LlmError:
+    """Build the `LlmError` for a non-2xx response of `provider` (display name, e.g. DeepSeek).
+
+    Carries `status`, ``provider_retry_after_ms`` from ``Retry-After`` and the request id. The
+    message is ``<provider> API error (HTTP <status>)`` plus ``: <provider error text>`` when the
+    body has one; any of `secrets` (and anything shaped like an API key) is redacted from it.
+    """
+    provider_message, detail, parsed = _parse(body_text)
+    code = http_error_code(status, detail)
+    text = provider_message
+    if text is None and not parsed:
+        text = _plain_text(body_text)
+    message = f"{provider} API error (HTTP {status})"
+    if text:
+        if len(text) > _MAX_TEXT:
+            text = text[:_MAX_TEXT] + "…"
+        message = f"{message}: {_redact(text, secrets)}"
+    valid_status = status if 100 <= status <= 599 else None
+    return LlmError(
+        message,
+        code,
+        status=valid_status,
+        provider_retry_after_ms=parse_retry_after(_header(headers, "retry-after"), now=now),
+        request_id=request_id_from(headers, fallback_request_id_headers),
+    )
