@@ -1,0 +1,185 @@
+"""Request building as a pure function of the log: message derivation, headers, seed config."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from ..session.events import (
+    AssistantMessage,
+    EpochHeader,
+    Event,
+    RequestContext,
+    RequestHeader,
+    StepEnd,
+    StepStart,
+    ToolResultRecord,
+    TurnEnd,
+    TurnStart,
+    UserMessage,
+)
+from ..session.log import SessionLog
+from ..vocab import AdapterDefaults, CallConfig, Message, ToolSchema
+
+__all__ = [
+    "LogView",
+    "canonical_header",
+    "derive_messages",
+    "headers_equal",
+    "seed_config",
+]
+
+_HEADER_ENCODER = msgspec.json.Encoder()
+_HEADER_DECODER = msgspec.json.Decoder(EpochHeader)
+
+
+def derive_messages(events: Iterable[Event]) -> tuple[Message, ...]:
+    """The model-visible conversation: user messages, non-empty assistant messages, tool results.
+
+    Chunks, retry records, request facts and boundaries contribute nothing, so every attempt of a
+    Step derives exactly what the previous one did plus anything legitimately appended meanwhile.
+    """
+    out: list[Message] = []
+    for event in events:
+        data = event.data
+        if isinstance(data, UserMessage):
+            out.append(data.message)
+        elif isinstance(data, AssistantMessage):
+            if data.message.content:
+                out.append(data.message)
+        elif isinstance(data, ToolResultRecord):
+            out.append(data.message)
+    return tuple(out)
+
+
+def canonical_header(
+    config: CallConfig,
+    adapter_defaults: AdapterDefaults | None,
+    system: str | None,
+    tools: Sequence[ToolSchema],
+) -> EpochHeader:
+    """The canonical header: empty system/tools dropped; defaults kept only if a flag is set.
+
+    The result is normalised through its JSON form, so it equals what the log reads back.
+    """
+    keep = adapter_defaults is not None and (
+        adapter_defaults.reasoning_effort or adapter_defaults.max_tokens
+    )
+    header = EpochHeader(
+        config=config,
+        adapter_defaults=adapter_defaults if keep else None,
+        system=system or None,
+        tools=tuple(tools) or None,
+    )
+    return _HEADER_DECODER.decode(_HEADER_ENCODER.encode(header))
+
+
+def headers_equal(a: EpochHeader, b: EpochHeader) -> bool:
+    """Header equality by canonical JSON text (call config, default flags, system, tools in order)."""
+    return _HEADER_ENCODER.encode(a) == _HEADER_ENCODER.encode(b)
+
+
+class LogView:
+    """Facts the loop derives from one session's events, folded incrementally.
+
+    `refresh` reads only the events appended since the last refresh (the log is append-only with
+    contiguous seqs), so each attempt costs O(new events) while staying a function of the log.
+    """
+
+    __slots__ = (
+        "last_turn",
+        "latest_context",
+        "latest_header",
+        "messages",
+        "next_seq",
+        "open_step",
+        "open_turn",
+    )
+
+    def __init__(self) -> None:
+        self.next_seq = 0
+        self.last_turn = 0
+        self.latest_header: EpochHeader | None = None
+        self.latest_context: tuple[str, str, int | None] | None = None
+        self.messages: list[Message] = []
+        self.open_turn: int | None = None
+        self.open_step: tuple[int, int] | None = None
+
+    async def refresh(self, log: SessionLog, session_id: str) -> LogView:
+        """Fold in the events appended since the last refresh (none for an unknown session)."""
+        if self.next_seq == 0 and not await log.exists(session_id):
+            return self
+        self.feed(await log.read(session_id, self.next_seq))
+        return self
+
+    def feed(self, events: Iterable[Event]) -> None:
+        """Fold events (in seq order, starting at `next_seq`) into the view."""
+        messages = self.messages
+        for event in events:
+            data = event.data
+            if isinstance(data, UserMessage):
+                messages.append(data.message)
+            elif isinstance(data, AssistantMessage):
+                if data.message.content:
+                    messages.append(data.message)
+            elif isinstance(data, ToolResultRecord):
+                messages.append(data.message)
+            elif isinstance(data, TurnStart):
+                self.last_turn = data.turn
+                self.open_turn, self.open_step = data.turn, None
+            elif isinstance(data, TurnEnd):
+                self.open_turn = None
+            elif isinstance(data, StepStart):
+                self.open_step = (data.turn, data.step)
+            elif isinstance(data, StepEnd):
+                self.open_step = None
+            elif isinstance(data, RequestHeader):
+                self.latest_header = data.header
+            elif isinstance(data, RequestContext):
+                self.latest_context = (data.provider, data.model, data.context_window)
+            self.next_seq = event.seq + 1
+
+
+def seed_config(
+    *,
+    first_request: bool,
+    latest: EpochHeader | None,
+    provider: str,
+    model: str,
+    max_tokens: int | None,
+    reasoning_effort: str | None,
+    temperature: float | None,
+) -> CallConfig:
+    """The seed call config for a request (spec F8).
+
+    First request of this agent instance: the agent's options, restoring the persisted effort
+    only for the same provider and model when it was not adapter-defaulted (and none was given).
+    Later requests: the latest logged header's config minus the adapter-defaulted fields.
+    """
+    if first_request or latest is None:
+        effort = reasoning_effort
+        if (
+            effort is None
+            and latest is not None
+            and latest.config.provider == provider
+            and latest.config.model == model
+            and not (latest.adapter_defaults and latest.adapter_defaults.reasoning_effort)
+        ):
+            effort = latest.config.reasoning_effort
+        return CallConfig(
+            provider=provider,
+            model=model,
+            max_tokens=max_tokens,
+            reasoning_effort=effort,
+            temperature=temperature,
+        )
+    config = latest.config
+    flags = latest.adapter_defaults
+    if flags is not None and (flags.reasoning_effort or flags.max_tokens):
+        config = msgspec.structs.replace(
+            config,
+            reasoning_effort=None if flags.reasoning_effort else config.reasoning_effort,
+            max_tokens=None if flags.max_tokens else config.max_tokens,
+        )
+    return config

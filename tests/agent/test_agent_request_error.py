@@ -1,0 +1,146 @@
+"""Spec F.4 and G.16 `request-error`: the request-error waterfall inside one Step."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from agent_helpers import RetryTimes, Rig, error_script, of_type, text_script, types
+
+from modelwire.agent import RequestErrorContext, RequestHookContext, Retry, Waterfall
+from modelwire.policy import NormalRetryPolicy
+from modelwire.session import AbortCause, StepStart, TurnAborted
+from modelwire.vocab import CallConfig, LlmFailure
+
+SID = "s1"
+
+NextRetry = Callable[[], Awaitable[Retry | None]]
+
+
+async def test_g16_01_on_request_error_is_not_offered_a_request_hook_failure(rig: Rig) -> None:
+    agent = rig.agent()
+    plugin = RetryTimes(3)
+    agent.use(plugin)
+
+    async def broken(
+        ctx: RequestHookContext, call_next: Callable[[], Awaitable[CallConfig]]
+    ) -> CallConfig:
+        raise RuntimeError("request listener failed")
+
+    agent.hooks.on_request.add(broken)
+    result = await agent.run_turn(SID, "hi")
+    assert result.failure == LlmFailure("request listener failed", "UNKNOWN")
+    assert plugin.calls == []
+    assert rig.adapter.requests == []
+
+
+async def test_g16_02_each_failure_reaches_the_waterfall_at_the_same_step(rig: Rig) -> None:
+    rig.adapter.queue(
+        error_script("RATE_LIMIT", status=429),
+        error_script("SERVICE_UNAVAILABLE", status=503),
+        text_script("third time lucky"),
+    )
+    plugin = RetryTimes(2)
+    result = await rig.agent(plugins=[plugin]).run_turn(SID, "hi")
+    assert result.reason.kind == "completed"
+    assert [(c.turn, c.step, c.attempt, c.failure.code) for c in plugin.calls] == [
+        (1, 1, 1, "RATE_LIMIT"),
+        (1, 1, 2, "SERVICE_UNAVAILABLE"),
+    ]
+    assert all(isinstance(c.retry_policy, NormalRetryPolicy) for c in plugin.calls)
+    events = await rig.log.read(SID)
+    assert types(events).count("turn/start") == 1
+    assert of_type(events, "step/start") == [StepStart(1, 1)]
+    assert len(of_type(events, "assistant/message")) == 1
+
+
+async def test_g16_03_cancelling_inside_the_waterfall_beats_a_retry(rig: Rig) -> None:
+    rig.adapter.queue(error_script("SERVER"), text_script("never"))
+    agent = rig.agent()
+
+    async def cancel_and_retry(ctx: RequestErrorContext, call_next: NextRetry) -> Retry | None:
+        ctx.signal.cancel()
+        return Retry()
+
+    agent.hooks.on_request_error.add(cancel_and_retry)
+    result = await agent.run_turn(SID, "hi")
+    assert result.reason == TurnAborted(AbortCause("user"))
+    assert len(rig.adapter.requests) == 1
+    assert "assistant/message" not in types(await rig.log.read(SID))
+
+
+async def test_g16_04_a_throwing_recovery_listener_means_no_retry_and_an_error(rig: Rig) -> None:
+    rig.adapter.queue(error_script("SERVER"), text_script("never"))
+    agent = rig.agent()
+
+    async def throws(ctx: RequestErrorContext, call_next: NextRetry) -> Retry | None:
+        raise ValueError("recovery crashed")
+
+    agent.hooks.on_request_error.add(throws)
+    result = await agent.run_turn(SID, "hi")
+    assert result.reason.kind == "error"
+    assert result.failure == LlmFailure("recovery crashed", "UNKNOWN")
+    assert len(rig.adapter.requests) == 1
+
+
+async def test_f15_the_payload_names_the_attempt_the_session_and_the_policy(rig: Rig) -> None:
+    failure = LlmFailure("busy", "SERVER", status=500, request_id="r-1")
+    rig.adapter.queue(error_script("SERVER", "busy", status=500, request_id="r-1"))
+    plugin = RetryTimes(0)
+    result = await rig.agent(plugins=[plugin]).run_turn(SID, "hi")
+    (ctx,) = plugin.calls
+    assert (ctx.session_id, ctx.turn, ctx.step, ctx.attempt) == (SID, 1, 1, 1)
+    assert (ctx.provider, ctx.failure) == ("scripted", failure)
+    assert ctx.log is rig.log
+    assert ctx.retry_policy == rig.runtime.provider_retry_policy("scripted")
+    assert not ctx.signal.cancelled
+    assert result.failure == failure
+
+
+async def test_f16_first_registered_runs_first_and_reaches_later_ones(rig: Rig) -> None:
+    rig.adapter.queue(error_script("SERVER"), text_script("ok"))
+    agent = rig.agent()
+    order: list[str] = []
+
+    async def outer(ctx: RequestErrorContext, call_next: NextRetry) -> Retry | None:
+        order.append("outer-before")
+        decision = await call_next()  # downstream first
+        order.append(f"outer-after:{decision is not None}")
+        return decision
+
+    async def inner(ctx: RequestErrorContext, call_next: NextRetry) -> Retry | None:
+        order.append("inner")
+        return Retry()
+
+    agent.hooks.on_request_error.add(outer)
+    agent.hooks.on_request_error.add(inner)
+    result = await agent.run_turn(SID, "hi")
+    assert result.reason.kind == "completed"
+    assert order == ["outer-before", "inner", "outer-after:True"]
+
+
+async def test_f16_waterfall_default_and_disposal() -> None:
+    chain: Waterfall[int, str] = Waterfall("test", lambda n: f"default:{n}")
+    assert await chain.run(1) == "default:1"
+
+    async def double(n: int, call_next: Callable[[], Awaitable[str]]) -> str:
+        return "x2:" + await call_next()
+
+    async def own(n: int, call_next: Callable[[], Awaitable[str]]) -> str:
+        return "owned"
+
+    dispose_double = chain.add(double)
+    dispose_own = chain.add(own)
+    assert await chain.run(2) == "x2:owned"
+    dispose_own()
+    assert await chain.run(3) == "x2:default:3"
+    dispose_double()
+    dispose_double()  # idempotent
+    assert len(chain) == 0
+
+
+async def test_f18_a_listener_returning_none_ends_the_turn_with_the_failure(rig: Rig) -> None:
+    rig.adapter.queue(error_script("QUOTA", "out of credit", status=402))
+    result = await rig.agent().run_turn(SID, "hi")
+    assert result.failure == LlmFailure("out of credit", "QUOTA", status=402)
+    end = of_type(await rig.log.read(SID), "turn/end")[0]
+    assert end.reason.failure == result.failure
