@@ -1,0 +1,47 @@
+"""The `modelwire` command: an offline demo, chat, and session inspection.
+
+`main()` is the console-script entry point (`[project.scripts] modelwire`). Command-line usage
+errors print one `error: ...` line and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the `modelwire` command with `argv` (default: `sys.argv[1:]`) and exit."""
+    import typer
+    import typer.main
+    from typer._click import exceptions as click_errors  # typer vendors click
+
+    from .app import app
+    from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(
+            args=list(argv) if argv is not None else sys.argv[1:],
+            prog_name="modelwire",
+            standalone_mode=False,
+        )
+    except click_errors.NoArgsIsHelpError as err:
+        if err.ctx is not None:
+            sys.stdout.write(err.ctx.get_help() + "\n")
+        raise SystemExit(0) from None
+    except click_errors.UsageError as err:
+        hint = ""
+        if err.ctx is not None:
+            hint = f" (see `{err.ctx.command_path} --help`)"
+        sys.stderr.write(f"error: {err.format_message()}{hint}\n")
+        raise SystemExit(EXIT_BAD_INPUT) from None
+    except typer.Abort:
+        sys.stderr.write("interrupted\n")
+        raise SystemExit(EXIT_INTERRUPTED) from None
+    except click_errors.ClickException as err:
+        sys.stderr.write(f"error: {err.format_message()}\n")
+        raise SystemExit(err.exit_code) from None
+    raise SystemExit(result if isinstance(result, int) else 0)

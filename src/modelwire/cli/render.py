@@ -1,0 +1,276 @@
+"""Rendering with rich: live stream chunks, one-line event summaries, usage tables.
+
+`ChunkPrinter` prints a model stream as it arrives (reasoning dim, text plain, each tool call once
+complete, failures in red). `event_line` turns one durable event into a one-line summary for
+`modelwire sessions show`. `usage_table` renders token usage per provider call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import assert_never
+
+import msgspec
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..session.events import (
+    AssistantChunk,
+    AssistantMessage,
+    Event,
+    LlmRetry,
+    LlmRetryStarted,
+    RequestContext,
+    RequestHeader,
+    StepEnd,
+    StepStart,
+    ToolCallRecord,
+    ToolResultRecord,
+    TurnAborted,
+    TurnBlocked,
+    TurnCompleted,
+    TurnEnd,
+    TurnEndReason,
+    TurnErrored,
+    TurnInterrupted,
+    TurnMaxTokens,
+    TurnStart,
+    UserMessage,
+)
+from ..vocab import (
+    Aborted,
+    BlockEnd,
+    BlockStart,
+    ContentBlock,
+    Error,
+    Finish,
+    ImageBlock,
+    LlmFailure,
+    MaxTokens,
+    Message,
+    ReasoningBlock,
+    ReasoningDelta,
+    Stop,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    ToolCalls,
+    ToolResultBlock,
+    UsageChunk,
+)
+
+__all__ = [
+    "ChunkPrinter",
+    "block_text",
+    "event_line",
+    "failure_text",
+    "message_text",
+    "turn_reason_text",
+    "usage_table",
+]
+
+
+def failure_text(failure: LlmFailure) -> str:
+    """`CODE (HTTP status): message`, the way failures are shown everywhere in the CLI."""
+    status = failure.status
+    shown = status is not None and f"HTTP {status}" not in failure.message
+    return f"{failure.code}{f' (HTTP {status})' if shown else ''}: {failure.message}"
+
+
+class ChunkPrinter:
+    """Prints one model stream live; call `push` per chunk, in order."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._open_kind: str | None = None
+        self._column_dirty = False
+
+    def _switch(self, kind: str | None) -> None:
+        if kind != self._open_kind and self._column_dirty:
+            self._console.out("")
+            self._column_dirty = False
+        self._open_kind = kind
+
+    def _write(self, kind: str, text: str, style: str | None) -> None:
+        self._switch(kind)
+        if text:
+            self._console.out(text, style=style, end="", highlight=False)
+            self._column_dirty = True
+
+    def push(self, chunk: StreamChunk) -> None:
+        """Render one chunk."""
+        match chunk:
+            case BlockStart():
+                pass
+            case ReasoningDelta(text=text):
+                self._write("reasoning", text, "dim")
+            case TextDelta(text=text):
+                self._write("text", text, None)
+            case ToolCallDelta():
+                pass  # shown once complete, at its block-end
+            case BlockEnd(block=ToolCallBlock() as call):
+                self._switch(None)
+                self._console.print(
+                    Text.assemble(("→ tool call ", "cyan"), (call.name, "bold cyan"), " ")
+                    + Text(call.arguments, style="cyan"),
+                    highlight=False,
+                )
+            case BlockEnd():
+                pass
+            case UsageChunk():
+                pass
+            case Finish(reason=reason):
+                self._switch(None)
+                self._finish(reason)
+            case _:
+                assert_never(chunk)
+
+    def _finish(self, reason: Stop | ToolCalls | MaxTokens | Aborted | Error) -> None:
+        match reason:
+            case Stop() | ToolCalls():
+                pass
+            case MaxTokens():
+                self._console.print("[yellow]… cut off at the output-token limit[/]")
+            case Aborted(failure=failure):
+                self._console.print(Text(f"✗ aborted: {failure_text(failure)}", style="yellow"))
+            case Error(failure=failure):
+                self._console.print(
+                    Text(f"✗ request failed: {failure_text(failure)}", style="bold red")
+                )
+            case _:
+                assert_never(reason)
+
+    def close(self) -> None:
+        """End the current line, if a delta left it open."""
+        self._switch(None)
+
+
+def block_text(block: ContentBlock) -> str:
+    """A short one-line rendering of a content block."""
+    match block:
+        case TextBlock(text=text):
+            return text
+        case ReasoningBlock(text=text):
+            return f"(reasoning) {text}"
+        case ToolCallBlock(name=name, arguments=arguments):
+            return f"{name}({arguments})"
+        case ToolResultBlock(content=content, is_error=is_error):
+            inner = " ".join(block_text(b) for b in content)
+            return f"(tool error) {inner}" if is_error else inner
+        case ImageBlock(attachment=ref):
+            return f"[image {ref.media_type} {ref.width}x{ref.height}]"
+        case _:
+            assert_never(block)
+
+
+def message_text(message: Message) -> str:
+    """The blocks of a message as one line (` | ` between blocks)."""
+    return " | ".join(" ".join(block_text(b).split()) for b in message.content) or "(empty)"
+
+
+def turn_reason_text(reason: TurnEndReason) -> str:
+    """The kind of a turn end, with its failure or abort cause."""
+    match reason:
+        case TurnCompleted() | TurnMaxTokens() | TurnBlocked() | TurnInterrupted():
+            return reason.kind
+        case TurnErrored(failure=failure):
+            return f"error — {failure_text(failure)}"
+        case TurnAborted(reason=cause):
+            return f"aborted by {cause.kind}" + (f" ({cause.reason})" if cause.reason else "")
+        case _:
+            assert_never(reason)
+
+
+def _usage_text(usage: TokenUsage) -> str:
+    parts = [f"in {usage.input_tokens}", f"out {usage.output_tokens}"]
+    if usage.cache_read_tokens:
+        parts.append(f"cache-read {usage.cache_read_tokens}")
+    if usage.reasoning_tokens:
+        parts.append(f"reasoning {usage.reasoning_tokens}")
+    return ", ".join(parts)
+
+
+def _summary(data: msgspec.Struct) -> str:
+    match data:
+        case TurnStart(turn=turn):
+            return f"turn {turn}"
+        case TurnEnd(turn=turn, reason=reason):
+            return f"turn {turn}: {turn_reason_text(reason)}"
+        case StepStart(turn=turn, step=step) | StepEnd(turn=turn, step=step):
+            return f"turn {turn} step {step}"
+        case UserMessage(message=message):
+            return message_text(message)
+        case RequestHeader(header=header, reason=why):
+            tools = len(header.tools or ())
+            return f"{header.config.provider}/{header.config.model} ({why}; {tools} tool(s))"
+        case RequestContext(provider=provider, model=model, context_window=window):
+            return f"{provider}/{model}" + (f" window {window}" if window else "")
+        case AssistantChunk(turn=turn, step=step, attempt=attempt, chunk=chunk):
+            return f"{turn}.{step} attempt {attempt}: {chunk.type}"
+        case AssistantMessage() as m:
+            flag = " [interrupted]" if m.interrupted else ""
+            usage = f" ({_usage_text(m.usage)})" if m.usage is not None else ""
+            return f"{m.turn}.{m.step} attempt {m.attempt}{flag}: {message_text(m.message)}{usage}"
+        case ToolCallRecord(name=name, arguments=arguments, call_id=call_id):
+            return f"{name}({arguments}) [{call_id}]"
+        case ToolResultRecord(name=name, message=message, is_error=is_error):
+            return f"{name} → " + ("error: " if is_error else "") + message_text(message)
+        case LlmRetry() as r:
+            limit = f"/{r.max_retries}" if r.max_retries is not None else ""
+            return (
+                f"{r.turn}.{r.step} retry {r.retry}{limit} after {r.delay_ms:.0f} ms "
+                f"({r.mode}) — {failure_text(r.failure)}"
+            )
+        case LlmRetryStarted(turn=turn, step=step, retry=retry):
+            return f"{turn}.{step} retry {retry} started"
+        case _:
+            return msgspec.json.encode(data).decode()
+
+
+_TYPE_STYLES: Mapping[str, str] = {
+    "turn/start": "bold",
+    "turn/end": "bold",
+    "user/message": "green",
+    "assistant/message": "magenta",
+    "tool/call": "cyan",
+    "tool/result": "cyan",
+    "llm/retry": "yellow",
+    "llm/retry-started": "yellow",
+    "assistant/chunk": "dim",
+}
+
+
+def event_line(event: Event) -> Text:
+    """`seq  type  summary` for one durable event."""
+    style = _TYPE_STYLES.get(event.type, "")
+    return Text.assemble(
+        (f"{event.seq:>5}  ", "dim"), (f"{event.type:<18}", style), " ", _summary(event.data)
+    )
+
+
+def usage_table(title: str, rows: Iterable[tuple[str, TokenUsage]], total: TokenUsage) -> Table:
+    """A table of usage rows (label, usage) with a total line; reasoning is a part of output."""
+    table = Table(title=title, title_justify="left", show_edge=False)
+    table.add_column("call", no_wrap=True)
+    for name in ("input", "cache read", "cache write", "output", "reasoning", "total"):
+        table.add_column(name, justify="right")
+
+    def cells(usage: TokenUsage) -> list[str]:
+        return [
+            str(usage.input_tokens),
+            str(usage.cache_read_tokens or 0),
+            str(usage.cache_write_tokens or 0),
+            str(usage.output_tokens),
+            str(usage.reasoning_tokens or 0),
+            str(usage.total_tokens),
+        ]
+
+    for label, usage in rows:
+        table.add_row(label, *cells(usage))
+    table.add_section()
+    table.add_row("total", *cells(total), style="bold")
+    return table
