@@ -7,7 +7,7 @@ lazily. Each backend class provides `async classmethod open(url: str) -> Self`.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from ..errors import ErrorCode, HarnessError
 from .events import (
@@ -81,11 +81,13 @@ def redact_url(url: str) -> str:
     except ValueError:
         return "<unparseable log URL>"
     netloc = parts.netloc
+    if "@" not in netloc and not parts.query:
+        return url  # nothing secret to remove; keep the spelling (e.g. `sqlite:////abs.db`) as is
     if "@" in netloc:
         userinfo, _, host = netloc.rpartition("@")
         user = userinfo.split(":", 1)[0]
         netloc = f"{user}@{host}" if user else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return f"{parts.scheme}://{netloc}{parts.path}"
 
 
 async def open_log(url: str) -> SessionLog:

@@ -14,6 +14,7 @@ connection is returned to the pool only after a body was read to its end; on eve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Final
@@ -29,9 +30,9 @@ __all__ = ["MAX_ERROR_BODY_BYTES", "close_sessions", "get_session", "stream_post
 MAX_ERROR_BODY_BYTES: Final = 1 << 20
 """At most this many bytes of a non-2xx body are read (1 MiB)."""
 
-_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, aiohttp.ClientSession] = (
-    weakref.WeakKeyDictionary()
-)
+_sessions: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, AsyncGenerator[None, None]]
+] = weakref.WeakKeyDictionary()
 _TRANSPORT_ERRORS: Final = (aiohttp.ClientError, OSError, ValueError, RuntimeError)
 
 
@@ -43,24 +44,47 @@ def get_session() -> aiohttp.ClientSession:
     failure: re-sending a POST body elsewhere is never silent).
     """
     loop = asyncio.get_running_loop()
-    session = _sessions.get(loop)
-    if session is None or session.closed:
-        session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
-            timeout=aiohttp.ClientTimeout(total=None, sock_read=None, sock_connect=None),
-            cookie_jar=aiohttp.DummyCookieJar(),
-            auto_decompress=True,
-        )
-        _sessions[loop] = session
+    entry = _sessions.get(loop)
+    if entry is not None and not entry[0].closed:
+        return entry[0]
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0, ttl_dns_cache=300),
+        timeout=aiohttp.ClientTimeout(total=None, sock_read=None, sock_connect=None),
+        cookie_jar=aiohttp.DummyCookieJar(),
+        auto_decompress=True,
+    )
+    _sessions[loop] = (session, _close_at_loop_shutdown(session))
     return session
+
+
+def _close_at_loop_shutdown(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+    """An async generator parked at its first `yield`: the loop's `shutdown_asyncgens()` (run by
+    `asyncio.run` on exit) finalises it, which closes the pooled session, so programs that never
+    call `close_sessions()` exit without an "Unclosed client session" warning."""
+
+    async def closer() -> AsyncGenerator[None, None]:
+        try:
+            yield
+        finally:
+            if not session.closed:
+                await session.close()
+
+    gen = closer()
+    step = gen.__anext__()  # registers with the loop's asyncgen hooks, then runs to the yield
+    with contextlib.suppress(StopIteration):
+        step.send(None)
+    return gen
 
 
 async def close_sessions() -> None:
     """Close the running loop's pooled session (a later `get_session` opens a fresh one)."""
     loop = asyncio.get_running_loop()
-    session = _sessions.pop(loop, None)
-    if session is not None and not session.closed:
-        await session.close()
+    entry = _sessions.pop(loop, None)
+    if entry is not None:
+        session, gen = entry
+        await gen.aclose()
+        if not session.closed:
+            await session.close()
 
 
 async def _read_error_body(response: aiohttp.ClientResponse, watchdog: IdleWatchdog) -> str:
