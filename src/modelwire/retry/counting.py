@@ -1,0 +1,68 @@
+"""The retry count, read back from the session log (spec C10): there is no counter in memory.
+
+The number of the next retry of a failed attempt is one more than the `retry` of the **last**
+`llm/retry` event whose turn, step, provider and policy key all equal the current ones. A restart,
+another worker on the same log, or a second plugin instance therefore continues the same chain,
+and a changed policy (a different key) or another provider starts a new chain at 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..session.events import Event, LlmRetry, StepStart
+from ..session.log import SessionLog
+
+__all__ = ["ChainKey", "find_previous_retry", "last_matching_retry"]
+
+
+@dataclass(frozen=True, slots=True)
+class ChainKey:
+    """What identifies one retry chain: the step's turn and number, the provider and policy key."""
+
+    turn: int
+    step: int
+    provider: str
+    policy_key: str
+
+    def matches(self, record: LlmRetry) -> bool:
+        """True when `record` belongs to this chain."""
+        return (
+            record.turn == self.turn
+            and record.step == self.step
+            and record.provider == self.provider
+            and record.policy_key == self.policy_key
+        )
+
+
+def last_matching_retry(events: Iterable[Event], key: ChainKey) -> LlmRetry | None:
+    """The last `llm/retry` payload of chain `key` among `events` (in log order), or None."""
+    found: LlmRetry | None = None
+    for event in events:
+        data = event.data
+        if isinstance(data, LlmRetry) and key.matches(data):
+            found = data
+    return found
+
+
+async def find_previous_retry(log: SessionLog, session_id: str, key: ChainKey) -> LlmRetry | None:
+    """The last durable `llm/retry` of chain `key` in `session_id`, or None (the chain is new).
+
+    Every record of a step follows that step's `step/start`, so when the newest `step/start` is
+    the chain's own step only the events from it on are read; otherwise the whole log is scanned.
+    """
+    start = await log.latest(session_id, "step/start")
+    from_seq = 0
+    data = None if start is None else start.data
+    if (
+        start is not None
+        and isinstance(data, StepStart)
+        and (data.turn, data.step)
+        == (
+            key.turn,
+            key.step,
+        )
+    ):
+        from_seq = start.seq
+    return last_matching_retry(await log.read(session_id, from_seq), key)
