@@ -1,0 +1,47 @@
+"""The benchmark clients: one class per client, loaded lazily by name (see `CLIENTS`).
+
+Every client streams one request from the local SSE server and returns a `Result` with what it
+reassembled; the harness checks it against the server's `/expected` outside the timed region.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .common import Client, Result, Unavailable
+
+__all__ = ["CLIENTS", "Client", "Result", "Unavailable", "load"]
+
+# name -> "module:Class", grouped: floor, modelwire, peers. Order is the table's row order.
+CLIENTS: dict[str, str] = {
+    "floor-chat": "clients.floor:ChatFloor",
+    "floor-responses": "clients.floor:ResponsesFloor",
+    "floor-anthropic": "clients.floor:AnthropicFloor",
+    "mw-deepseek": "clients.mw:DeepSeekGenerate",
+    "mw-deepseek-stream": "clients.mw:DeepSeekStream",
+    "mw-providers-chat": "clients.mw:ProvidersChat",
+    "mw-providers-responses": "clients.mw:ProvidersResponses",
+    "mw-providers-anthropic": "clients.mw:ProvidersAnthropic",
+    "openai-sdk": "clients.peers:OpenAIChat",
+    "openai-sdk-responses": "clients.peers:OpenAIResponses",
+    "litellm": "clients.peers:LiteLLMDeepSeek",
+    "litellm-anthropic": "clients.peers:LiteLLMAnthropic",
+    "pydantic-ai": "clients.peers:PydanticAIDirect",
+    "pydantic-ai-agent": "clients.peers:PydanticAIAgent",
+}
+FLOOR_OF = {"chat": "floor-chat", "responses": "floor-responses", "anthropic": "floor-anthropic"}
+
+
+def load(name: str) -> Any:
+    """Import and instantiate the client `name`; raises `Unavailable` when its library is missing."""
+    try:
+        spec = CLIENTS[name]
+    except KeyError:
+        raise SystemExit(f"unknown client {name!r}; known: {', '.join(CLIENTS)}") from None
+    mod_name, cls_name = spec.split(":")
+    try:
+        mod = importlib.import_module(mod_name)
+    except ImportError as exc:
+        raise Unavailable(f"import failed: {exc}") from exc
+    return getattr(mod, cls_name)()

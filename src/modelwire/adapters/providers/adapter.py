@@ -1,0 +1,368 @@
+"""`ProvidersAdapter`: routes configured by profiles, served over three wire protocols."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ...errors import ErrorCode, LlmError
+from ...policy import RetryPolicy
+from ...runtime.adapter import LlmAdapter
+from ...vocab import (
+    ConfigurableProvider,
+    DiscoveredModel,
+    GenerateOptions,
+    ImageBlock,
+    Message,
+    ModelContext,
+    ModelDiscoveryRequest,
+    ModelInfo,
+    ModelReasoningInfo,
+    ProviderInfo,
+    ReasoningEffortInfo,
+    ResolvedModelInfo,
+    StreamChunk,
+)
+from ...wire.attribution import attribution_headers
+from ...wire.credentials import credential_values
+from ...wire.http import stream_post
+from ...wire.sse import SseDecoder
+from ...wire.watchdog import IdleWatchdog
+from .config import ResolvedProfile, load_config_file, resolve_profiles
+from .context import to_context
+from .credentials import auth_headers, resolve_route_key
+from .discovery import discover_models
+from .images import ImageLoader, prepare_images
+from .materialize import ModelDescriptor
+from .protocols import ResponseRecord, make_translator
+from .protocols.anthropic_messages import build_anthropic_request
+from .protocols.common import is_overflow_text
+from .protocols.openai_completions import build_completions_request
+from .protocols.openai_responses import build_responses_request
+from .protocols.request import BuiltRequest, RequestOptions
+from .replay_state import ReplayDegrade, restore_assistant
+from .snapshot import SETTINGS_NS, Snapshot, directory_entries, registration_facts
+
+__all__ = ["ProvidersAdapter"]
+
+_BUILDERS = {
+    "openai-completions": build_completions_request,
+    "openai-responses": build_responses_request,
+    "anthropic-messages": build_anthropic_request,
+}
+
+
+class _Registration(Protocol):
+    def replace(self, routes: Any) -> object: ...
+
+    def __call__(self) -> object: ...
+
+
+class _Runtime(Protocol):
+    def register_adapter(self, routes: list[str], adapter: LlmAdapter) -> Any: ...
+
+    def register_configurable_providers(self, entries: list[ConfigurableProvider]) -> Any: ...
+
+    def register_model_discovery(self, settings_ns: str, discover: Any) -> Any: ...
+
+
+def _ms_text(ms: float) -> str:
+    return str(int(ms)) if float(ms).is_integer() else repr(ms)
+
+
+class ProvidersAdapter(LlmAdapter):
+    """Serves every route of a `{"providers": {route: profile}}` config (spec multiprovider).
+
+    `env` is the launch environment credentials are read from (default `os.environ`), per request;
+    `read_image` loads an image attachment's bytes (without it, images are `UNSUPPORTED_CONTENT`);
+    `on_replay_degrade(provider, model, reason)` hears about replay state that was degraded.
+    """
+
+    def __init__(
+        self,
+        profiles: Mapping[str, ResolvedProfile],
+        *,
+        env: Mapping[str, str] | None = None,
+        read_image: ImageLoader | None = None,
+        on_replay_degrade: ReplayDegrade | None = None,
+    ) -> None:
+        self._snapshot = Snapshot(profiles)
+        self._env = env
+        self._read_image = read_image
+        self._on_degrade = on_replay_degrade
+        self._registration: _Registration | None = None
+        self._runtime: _Runtime | None = None
+        self._directory: _Registration | None = None
+        self._discovery_disposer: Callable[[], object] | None = None
+        self._facts = registration_facts(self._snapshot)
+
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, Any] | None, env: Mapping[str, str] | None = None, **kwargs: Any
+    ) -> ProvidersAdapter:
+        """Validate `config` fully (raises `INVALID_CONFIG` naming route and field) and build."""
+        return cls(resolve_profiles(config), env=env, **kwargs)
+
+    @classmethod
+    def from_file(
+        cls, path: str | Path, env: Mapping[str, str] | None = None, **kwargs: Any
+    ) -> ProvidersAdapter:
+        """Build from a TOML or YAML file holding `{"providers": {...}}`."""
+        return cls.from_config(load_config_file(path), env=env, **kwargs)
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The currently published snapshot."""
+        return self._snapshot
+
+    @property
+    def routes(self) -> list[str]:
+        """The routes of the current snapshot, sorted."""
+        return self._snapshot.routes
+
+    def register(self, runtime: _Runtime) -> Any:
+        """Register every route at once on `runtime` and the configurable-provider directory.
+
+        Returns the runtime's `Registration`, or None while dormant (no routes); a later
+        `update_config` that adds routes registers them then.
+        """
+        self._runtime = runtime
+        self._directory = runtime.register_configurable_providers(directory_entries(self._snapshot))
+        self._discovery_disposer = runtime.register_model_discovery(
+            SETTINGS_NS, self.discover_models
+        )
+        self._facts = registration_facts(self._snapshot)
+        if self.routes:
+            self._registration = runtime.register_adapter(self.routes, self)
+        return self._registration
+
+    def unregister(self) -> None:
+        """Withdraw the routes, the directory entries and discovery registered by `register`."""
+        for handle in (self._registration, self._directory, self._discovery_disposer):
+            if handle is not None:
+                handle()
+        self._registration = self._directory = self._discovery_disposer = None
+        self._runtime = None
+
+    def update_config(self, config: Mapping[str, Any] | None) -> bool:
+        """Validate the new profile set fully, publish it, and re-register (atomic `replace`)
+        only when the route set, a display name or a retry policy changed; returns whether it
+        re-registered. A refused swap restores the previous snapshot and re-raises."""
+        new = Snapshot(resolve_profiles(config))
+        old = self._snapshot
+        facts = registration_facts(new)
+        self._snapshot = new
+        if self._runtime is None or facts == self._facts:
+            return False
+        try:
+            if self._registration is None:
+                if new.routes:
+                    self._registration = self._runtime.register_adapter(new.routes, self)
+            else:
+                self._registration.replace(new.routes)
+        except BaseException:
+            self._snapshot = old
+            raise
+        self._facts = facts
+        if self._directory is not None:
+            self._directory.replace(directory_entries(new))
+        return True
+
+    async def discover_models(self, request: ModelDiscoveryRequest) -> list[DiscoveredModel]:
+        """Which models a draft endpoint serves (catalog providers answered offline)."""
+        return await discover_models(
+            request,
+            profiles=self._snapshot.profiles,
+            env=os.environ if self._env is None else self._env,
+        )
+
+    # ---- describing ---------------------------------------------------------------------------
+
+    def _profile(self, snapshot: Snapshot, provider: str) -> ResolvedProfile:
+        profile = snapshot.profiles.get(provider)
+        if profile is None:
+            raise LlmError(f'no provider route "{provider}" is configured', ErrorCode.NO_ADAPTER)
+        return profile
+
+    def _model(self, profile: ResolvedProfile, model: str) -> ModelDescriptor:
+        found = profile.models.get(model)
+        if found is None:
+            raise LlmError(
+                f'provider "{profile.route}" serves no model "{model}"', ErrorCode.UNKNOWN_MODEL
+            )
+        return found
+
+    def provider_info(self, provider: str) -> ProviderInfo:
+        """`{id: route, name: display name}`; a route no longer configured answers its key."""
+        profile = self._snapshot.profiles.get(provider)
+        return ProviderInfo(provider, profile.display_name if profile else provider)
+
+    def provider_retry_policy(self, provider: str) -> RetryPolicy | None:
+        """The retry policy captured from the route's profile."""
+        profile = self._snapshot.profiles.get(provider)
+        return profile.retry_policy if profile else None
+
+    async def list_models(self, provider: str) -> list[ModelInfo]:
+        """The route's models, stamped with the route."""
+        profile = self._profile(self._snapshot, provider)
+        return [
+            ModelInfo(provider=provider, id=m.id, name=m.name, input_modalities=m.input)
+            for m in profile.models.values()
+        ]
+
+    async def resolve_model(self, provider: str, model: str) -> ResolvedModelInfo:
+        """Context window, configured output cap and reasoning efforts of one model."""
+        profile = self._profile(self._snapshot, provider)
+        desc = self._model(profile, model)
+        reasoning = None
+        if desc.reasoning:
+            levels = desc.levels
+            reasoning = ModelReasoningInfo(
+                tuple(ReasoningEffortInfo(level, level.capitalize()) for level in levels),
+                profile.reasoning if profile.reasoning in levels else None,
+            )
+        return ResolvedModelInfo(
+            provider=provider,
+            id=desc.id,
+            name=desc.name,
+            input_modalities=desc.input,
+            context=ModelContext(desc.context_window),
+            default_max_tokens=desc.configured_max_tokens,
+            reasoning=reasoning,
+        )
+
+    # ---- streaming ----------------------------------------------------------------------------
+
+    def _prepare(
+        self, snapshot: Snapshot, options: GenerateOptions
+    ) -> tuple[ResolvedProfile, ModelDescriptor, str | None, dict[str, str]]:
+        if options.stop:
+            raise LlmError(
+                f'provider "{options.provider}": the stop option is not supported',
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        profile = self._profile(snapshot, options.provider)
+        model = self._model(profile, options.model)
+        effort = options.reasoning_effort or profile.reasoning
+        if effort is not None and effort not in model.levels:
+            raise LlmError(
+                f'provider "{profile.route}" model "{model.id}" does not support reasoning effort '
+                f'"{effort}"; it supports ' + ", ".join(model.levels),
+                ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+            )
+        key = resolve_route_key(profile, os.environ if self._env is None else self._env)
+        auth = auth_headers(profile, model.api, key)
+        return profile, model, effort, auth
+
+    def _build(
+        self,
+        profile: ResolvedProfile,
+        model: ModelDescriptor,
+        effort: str | None,
+        auth: dict[str, str],
+        options: GenerateOptions,
+        messages: Sequence[Message],
+        read_image: Callable[[ImageBlock], bytes] | None,
+    ) -> tuple[BuiltRequest, dict[str, str]]:
+        ctx = to_context(
+            messages,
+            system=options.system,
+            tools=[
+                {"name": t.name, "description": t.description, "parameters": t.parameters}
+                for t in options.tools or ()
+            ],
+            restore=lambda m, s: restore_assistant(m, s, self._on_degrade),
+            read_image=read_image,
+        )
+        request = _BUILDERS[model.api](
+            model,
+            ctx,
+            RequestOptions(
+                effort=effort,
+                temperature=options.temperature,
+                max_tokens=options.max_tokens,
+                session_id=options.session_id,
+                cache_retention=profile.cache_retention,
+                thinking_budgets=profile.thinking_budgets,
+            ),
+        )
+        headers = {"Content-Type": "application/json", **dict(model.headers), **request.headers}
+        headers.update(auth)
+        agent = attribution_headers()
+        for name, value in profile.headers:
+            if name.lower() not in {a.lower() for a in agent}:
+                headers[name] = value
+        headers.update(agent)
+        return request, headers
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        """Stream one call: checks before any I/O, then one HTTP request, chunks as they arrive."""
+        snapshot = self._snapshot  # captured before the first await
+        profile, model, effort, auth = self._prepare(snapshot, options)
+        messages, reader = await prepare_images(
+            options.messages,
+            model=model,
+            max_request_image_bytes=profile.max_request_image_bytes,
+            load=self._read_image,
+        )
+        request, headers = self._build(profile, model, effort, auth, options, messages, reader)
+        record = ResponseRecord(
+            api=model.api,
+            provider=profile.route,
+            model=model.id,
+            context_window=model.context_window,
+            secrets=credential_values(headers),
+        )
+        translator = make_translator(model.api, record)
+        decoder = SseDecoder()
+        watchdog = IdleWatchdog(
+            profile.stream_idle_timeout_ms,
+            message=f"idle timeout after {_ms_text(profile.stream_idle_timeout_ms)}ms",
+        )
+        out: list[StreamChunk] = []
+        body = stream_post(
+            request.url,
+            request.body,
+            headers,
+            provider=profile.display_name,
+            endpoint=model.base_url,
+            watchdog=watchdog,
+            fallback_request_id_headers=("request-id",),
+        )
+        try:
+            async for data in body:
+                for event in decoder.feed(data):
+                    translator.feed(event, out)
+                    if translator.done:
+                        break
+                if out:
+                    for chunk in out:
+                        yield chunk
+                    out.clear()
+                if translator.done:
+                    break  # complete: never wait on (or read) bytes after the end marker
+            else:
+                for event in decoder.close():
+                    translator.feed(event, out)
+            translator.end(out)
+            for chunk in out:
+                yield chunk
+        except LlmError as exc:
+            if (
+                exc.status is not None
+                and exc.code != ErrorCode.CONTEXT_WINDOW_EXCEEDED
+                and is_overflow_text(exc.message)
+            ):
+                raise LlmError(
+                    exc.message,
+                    ErrorCode.CONTEXT_WINDOW_EXCEEDED,
+                    cause=exc,
+                    status=exc.status,
+                    request_id=exc.failure.request_id,
+                ) from exc
+            raise
+        finally:
+            watchdog.close()
+            await body.aclose()

@@ -1,0 +1,241 @@
+"""Harness history → the neutral context the protocol builders read (spec §4.1).
+
+The neutral shapes mirror pi-ai's: user content is a string or parts, assistant messages carry
+their own (api, provider, model) so builders can tell same-model replay from foreign history,
+and tool results are separate messages named after the call they answer.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeAlias
+
+import msgspec
+
+from ...errors import ErrorCode, LlmError
+from ...vocab import (
+    ImageBlock,
+    Message,
+    ModelSource,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+
+__all__ = [
+    "FOREIGN_API",
+    "NAssistant",
+    "NContext",
+    "NImage",
+    "NMessage",
+    "NText",
+    "NThinking",
+    "NToolCall",
+    "NToolResult",
+    "NUser",
+    "parse_arguments",
+    "strip_surrogates",
+    "to_context",
+]
+
+FOREIGN_API: Final = "dsh-foreign"
+"""The api of history converted without trusted replay state (never a real protocol)."""
+
+
+class NText(msgspec.Struct, frozen=True):
+    """Text, with the replay signature a protocol attached to it."""
+
+    text: str
+    signature: str | None = None
+
+
+class NThinking(msgspec.Struct, frozen=True):
+    """Reasoning text with its signature; `redacted` keeps an opaque blob in `signature`."""
+
+    text: str
+    signature: str | None = None
+    redacted: bool = False
+
+
+class NToolCall(msgspec.Struct, frozen=True):
+    """A tool call: id, name, parsed arguments object and an optional thought signature."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    thought_signature: str | None = None
+
+
+class NImage(msgspec.Struct, frozen=True):
+    """An image as base64 data with its media type."""
+
+    mime: str
+    data: str
+
+
+class NUser(msgspec.Struct, frozen=True):
+    """A user message: one string, or parts of text and images."""
+
+    content: str | tuple[NText | NImage, ...]
+
+
+class NAssistant(msgspec.Struct, frozen=True, kw_only=True):
+    """An assistant message and the (api, provider, model) that produced it."""
+
+    content: tuple[NText | NThinking | NToolCall, ...]
+    api: str
+    provider: str
+    model: str
+    stop_reason: str
+    response_id: str | None = None
+    response_model: str | None = None
+
+
+class NToolResult(msgspec.Struct, frozen=True, kw_only=True):
+    """The result of one tool call, with the name of the call it answers."""
+
+    tool_call_id: str
+    tool_name: str
+    content: tuple[NText | NImage, ...]
+    is_error: bool = False
+
+
+NMessage: TypeAlias = NUser | NAssistant | NToolResult
+"""One neutral message."""
+
+
+class NContext(msgspec.Struct, frozen=True):
+    """A neutral request context: system prompt, messages and tool schemas (plain dicts)."""
+
+    system: str | None
+    messages: tuple[NMessage, ...]
+    tools: tuple[Mapping[str, Any], ...]
+
+
+_SURROGATES: Final = re.compile("[\ud800-\udfff]")
+
+
+def strip_surrogates(text: str) -> str:
+    """Drop unpaired UTF-16 surrogates (they cannot be encoded as UTF-8)."""
+    return _SURROGATES.sub("", text) if _SURROGATES.search(text) else text
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """Parse tool-call arguments; malformed or non-object JSON becomes `{}`."""
+    try:
+        value = msgspec.json.decode(raw) if raw else {}
+    except msgspec.DecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+ImageReader: TypeAlias = Callable[[ImageBlock], bytes]
+"""Returns the bytes of an image block (already read from the attachment store)."""
+Restorer: TypeAlias = Callable[[Message, ModelSource], NAssistant]
+"""Rebuilds an assistant message from its replay state (or degrades it to foreign)."""
+
+
+def foreign_assistant(message: Message) -> NAssistant:
+    """Convert an assistant message without trusted replay state (`api: dsh-foreign`)."""
+    content: list[NText | NThinking | NToolCall] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            content.append(NText(block.text))
+        elif isinstance(block, ReasoningBlock):
+            content.append(NThinking(block.text))
+        elif isinstance(block, ToolCallBlock):
+            content.append(NToolCall(block.id, block.name, parse_arguments(block.arguments)))
+        elif isinstance(block, ImageBlock):
+            raise LlmError(
+                "assistant image output cannot be sent to a model", "UNSUPPORTED_CONTENT"
+            )
+    source = message.source
+    provider = source.provider if isinstance(source, ModelSource) else FOREIGN_API
+    model = source.model if isinstance(source, ModelSource) else FOREIGN_API
+    has_calls = any(isinstance(b, NToolCall) for b in content)
+    return NAssistant(
+        content=tuple(content),
+        api=FOREIGN_API,
+        provider=provider,
+        model=model,
+        stop_reason="toolUse" if has_calls else "stop",
+    )
+
+
+def _flatten(
+    blocks: Sequence[Any], read: ImageReader | None, out: list[NText | NImage], drop_empty: bool
+) -> None:
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            if block.text or not drop_empty:
+                out.append(NText(block.text))
+        elif isinstance(block, ImageBlock):
+            if read is None:
+                raise LlmError(
+                    "images need the durable attachment service to be sent to a model",
+                    ErrorCode.UNSUPPORTED_CONTENT,
+                )
+            data = base64.b64encode(read(block)).decode("ascii")
+            out.append(NImage(block.attachment.media_type, data))
+        elif isinstance(block, ToolResultBlock):
+            _flatten(block.content, read, out, drop_empty)
+
+
+def to_context(
+    messages: Sequence[Message],
+    *,
+    system: str | None,
+    tools: Sequence[Mapping[str, Any]],
+    restore: Restorer,
+    read_image: ImageReader | None,
+) -> NContext:
+    """Convert harness history into a neutral context (images read through `read_image`)."""
+    out: list[NMessage] = []
+    names: dict[str, str] = {}
+    for message in messages:
+        if message.role == "system":
+            text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+            out.append(NUser(text))
+            continue
+        if message.role == "assistant":
+            source = message.source
+            if isinstance(source, ModelSource) and source.replay_state is not None:
+                assistant = restore(message, source)
+            else:
+                assistant = foreign_assistant(message)
+            for part in assistant.content:
+                if isinstance(part, NToolCall):
+                    names[part.id] = part.name
+            out.append(assistant)
+            continue
+        parts: list[NText | NImage] = []
+        results: list[NToolResult] = []
+        for block in message.content:
+            if isinstance(block, ToolResultBlock):
+                content: list[NText | NImage] = []
+                _flatten(block.content, read_image, content, True)
+                text = "".join(p.text for p in content if isinstance(p, NText))
+                images = [p for p in content if isinstance(p, NImage)]
+                merged: list[NText | NImage] = (
+                    [NText(text or "(no output)")] if text or not images else []
+                )
+                results.append(
+                    NToolResult(
+                        tool_call_id=block.tool_call_id,
+                        tool_name=names.get(block.tool_call_id, "unknown"),
+                        content=(*merged, *images),
+                        is_error=bool(block.is_error),
+                    )
+                )
+            else:
+                _flatten((block,), read_image, parts, read_image is not None)
+        if parts or not results:
+            if all(isinstance(p, NText) for p in parts):
+                out.append(NUser("".join(p.text for p in parts if isinstance(p, NText))))
+            else:
+                out.append(NUser(tuple(parts)))
+        out.extend(results)
+    return NContext(system, tuple(out), tuple(tools))

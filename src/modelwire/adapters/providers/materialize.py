@@ -1,0 +1,287 @@
+"""Model materialization: catalog entries, `models`, `model_overrides`, efforts and compat.
+
+Resolution per field: entry → catalog → route fallback; compat: model → route → catalog (the
+protocol builders apply endpoint detection last). Absent, empty and null stay distinct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+import msgspec
+
+from ...errors import ErrorCode, HarnessError
+from .catalog import CatalogModel, CatalogProvider, load_catalog
+from .compat import LEVELS, MODALITIES, SWITCH_PROTOCOLS, WITHHELD_SWITCHES, switch_value_error
+
+__all__ = ["ModelDescriptor", "materialize_models", "supported_levels"]
+
+_ENTRY_FIELDS: Final = frozenset(
+    {"id", "name", "context_window", "max_tokens", "input", "reasoning_efforts", "compat"}
+)
+
+
+class ModelDescriptor(msgspec.Struct, frozen=True, kw_only=True):
+    """A fully resolved model of one route: what the request path needs to reach it."""
+
+    id: str
+    name: str
+    api: str
+    provider: str
+    base_url: str
+    reasoning: bool
+    thinking_level_map: Mapping[str, str | None] | None
+    input: tuple[str, ...]
+    context_window: int
+    max_tokens: int
+    configured_max_tokens: int | None
+    headers: tuple[tuple[str, str], ...]
+    compat: Mapping[str, Any]
+    catalog_api: str | None
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """The reasoning levels this model supports, in escalation order."""
+        return supported_levels(self.reasoning, self.thinking_level_map)
+
+
+def supported_levels(
+    reasoning: bool, level_map: Mapping[str, str | None] | None
+) -> tuple[str, ...]:
+    """pi-ai's supported levels: `(off,)` without reasoning; else levels not pinned to null,
+    with `xhigh`/`max` only when mapped to a value."""
+    if not reasoning:
+        return ("off",)
+    m = level_map or {}
+    out = []
+    for level in LEVELS:
+        if level in m and m[level] is None:
+            continue
+        if level in ("xhigh", "max") and m.get(level) is None:
+            continue
+        out.append(level)
+    return tuple(out)
+
+
+def _fail(route: str, text: str) -> HarnessError:
+    return HarnessError(f'providers: provider "{route}" {text}', ErrorCode.INVALID_CONFIG)
+
+
+def _check_vocabulary(route: str, site: str, compat: object) -> dict[str, Any]:
+    if compat is None:
+        return {}
+    if not isinstance(compat, Mapping):
+        raise _fail(route, f"{site} must be a mapping of compat switches")
+    for key, value in compat.items():
+        if key in WITHHELD_SWITCHES:
+            raise _fail(
+                route,
+                f"{site}.{key} is not configurable here; name that provider as the route to get "
+                "its catalog setting",
+            )
+        if key not in SWITCH_PROTOCOLS:
+            raise _fail(
+                route,
+                f'{site} sets "{key}", which no wire protocol declares; the configurable '
+                "switches are " + ", ".join(sorted(SWITCH_PROTOCOLS)),
+            )
+        if value is None:
+            raise _fail(route, f"{site}.{key} is written with no value")
+        why = switch_value_error(key, value)
+        if why is not None:
+            raise _fail(route, f"{site}.{key} {why}")
+    return {k: v for k, v in compat.items() if not (isinstance(v, Mapping) and not v)}
+
+
+def _efforts(
+    route: str, site: str, raw: object, catalog: CatalogModel | None
+) -> tuple[bool, Mapping[str, str | None] | None]:
+    if raw is _ABSENT:
+        if catalog is None:
+            return False, None
+        return catalog.reasoning, catalog.thinking_level_map
+    if raw is False:
+        return False, None
+    if raw is None or (isinstance(raw, Mapping) and not raw):
+        raise _fail(route, f"{site} is an empty reasoningEfforts (reasoning_efforts)")
+    if not isinstance(raw, Mapping):
+        raise _fail(route, f"{site} must be false or a mapping of levels to wire strings")
+    level_map: dict[str, str | None] = {level: None for level in LEVELS}
+    for level, wire in raw.items():
+        if level not in LEVELS:
+            raise _fail(
+                route,
+                f'{site} names level "{level}"; levels are ' + ", ".join(f'"{x}"' for x in LEVELS),
+            )
+        if wire is not None and not isinstance(wire, str):
+            raise _fail(route, f"{site}.{level} must be a string wire value")
+        if wire is None and level != "off":
+            raise _fail(route, f'{site}.{level} has no value; only "off" may leave it empty')
+        if wire == "":
+            raise _fail(route, f"{site}.{level} must not be an empty string")
+        if level == "off" and wire is None:
+            del level_map["off"]  # declared without value: supported, sends nothing special
+        else:
+            level_map[level] = wire
+    if all(level == "off" for level in raw):
+        raise _fail(route, f'{site} offers no level beyond "off"')
+    return True, MappingProxyType(level_map)
+
+
+_ABSENT: Final = object()
+
+
+def _pos(route: str, site: str, entry: Mapping[str, Any], key: str) -> int | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise _fail(route, f"{site}.{key}: {_camel(key)} must be a positive integer")
+    return value
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+def _entries(
+    route: str, raw: Mapping[str, Any], catalog: CatalogProvider | None
+) -> list[tuple[str, Mapping[str, Any]]]:
+    models = raw.get("models")
+    overrides = raw.get("model_overrides")
+    if models is not None and not isinstance(models, (list, tuple)):
+        raise _fail(route, f"providers.{route}.models must be a list of model entries")
+    if overrides:
+        if not isinstance(overrides, Mapping):
+            raise _fail(route, f"providers.{route}.model_overrides must be a mapping")
+        if "" in overrides:
+            raise _fail(route, "has a modelOverrides entry with an empty model id")
+        if catalog is None:
+            raise _fail(
+                route,
+                "sets model_overrides, but a declared route spells every model out in models",
+            )
+        if models:
+            raise _fail(
+                route,
+                "sets model_overrides beside models; models already replaces the served catalog",
+            )
+        for mid, value in overrides.items():
+            if mid not in catalog.by_id:
+                raise _fail(
+                    route,
+                    f'has a model_overrides entry for "{mid}", which the installed catalog does '
+                    "not describe",
+                )
+            if not isinstance(value, Mapping):
+                raise _fail(route, f"providers.{route}.model_overrides.{mid} must be a mapping")
+            if "id" in value:
+                raise _fail(route, f'model_overrides.{mid} sets "id", which is the dict key')
+    if models:
+        return [(f"providers.{route}.models[{i}]", e) for i, e in enumerate(models)]
+    if catalog is None:
+        raise _fail(route, "resolves no models: a declared route needs api, base_url and models")
+    over: Mapping[str, Any] = overrides or {}
+    return [
+        (f"providers.{route}.model_overrides.{m.id}", {"id": m.id, **over.get(m.id, {})})
+        for m in catalog.models
+    ]
+
+
+def materialize_models(
+    route: str,
+    raw: Mapping[str, Any],
+    *,
+    api: str | None,
+    base_url: str | None,
+    default_context_window: int,
+    default_max_tokens: int,
+    default_input: tuple[str, ...],
+) -> tuple[dict[str, ModelDescriptor], bool, tuple[str, ...]]:
+    """Materialize a route's models; returns (models by id, is-catalog-route, ambient key vars)."""
+    catalog = load_catalog().providers.get(route)
+    entries = _entries(route, raw, catalog)
+    route_compat = _check_vocabulary(route, f"providers.{route}.compat", raw.get("compat"))
+    for site, entry in entries:
+        if not isinstance(entry, Mapping):
+            raise _fail(route, f"{site} must be a mapping")
+        for key in entry:
+            if key not in _ENTRY_FIELDS:
+                raise _fail(route, f'{site} has an unknown field "{key}"')
+        _check_vocabulary(route, f"{site}.compat", entry.get("compat"))
+    out: dict[str, ModelDescriptor] = {}
+    shared_api = catalog.shared_api if catalog else None
+    readable: set[str] = set()
+    for site, entry in entries:
+        mid = entry.get("id")
+        if not isinstance(mid, str) or not mid:
+            raise _fail(route, f"has a model with an empty id ({site}.id)")
+        if mid in out:
+            raise _fail(route, f'lists model "{mid}" more than once')
+        cat = catalog.by_id.get(mid) if catalog else None
+        model_api = api or (cat.api if cat else None) or shared_api
+        if model_api is None:
+            raise _fail(route, f'model "{mid}" needs an api ({site})')
+        url = base_url or (cat.base_url if cat else None) or (catalog.base_url if catalog else None)
+        if not url:
+            raise _fail(route, f'model "{mid}" needs a baseURL (providers.{route}.base_url)')
+        context_window = _pos(route, site, entry, "context_window")
+        max_tokens = _pos(route, site, entry, "max_tokens")
+        name = entry.get("name")
+        if name is not None and not isinstance(name, str):
+            raise _fail(route, f"{site}.name must be a string")
+        modalities = entry.get("input") or None
+        if modalities is not None and (
+            not isinstance(modalities, (list, tuple))
+            or any(m not in MODALITIES for m in modalities)
+        ):
+            raise _fail(route, f"{site}.input must list text and/or image")
+        reasoning, level_map = _efforts(
+            route, f"{site}.reasoning_efforts", entry.get("reasoning_efforts", _ABSENT), cat
+        )
+        model_compat = _check_vocabulary(route, f"{site}.compat", entry.get("compat"))
+        for key in model_compat:
+            if model_api not in SWITCH_PROTOCOLS[key]:
+                raise _fail(
+                    route,
+                    f'model "{mid}" sets compat.{key}, but its api is "{model_api}", which does '
+                    f"not take it; {key} exists on " + ", ".join(SWITCH_PROTOCOLS[key]),
+                )
+        configured = {k: v for k, v in route_compat.items() if model_api in SWITCH_PROTOCOLS[k]}
+        readable.update(configured)
+        configured.update(model_compat)
+        base_compat = dict(cat.compat or {}) if cat else {}
+        if configured:
+            compat = {**(base_compat if cat and cat.api == model_api else {}), **configured}
+        else:
+            compat = base_compat
+        out[mid] = ModelDescriptor(
+            id=mid,
+            name=name or (cat.name if cat else mid),
+            api=model_api,
+            provider=route,
+            base_url=url,
+            reasoning=reasoning,
+            thinking_level_map=level_map,
+            input=tuple(dict.fromkeys(modalities))
+            if modalities
+            else (cat.input if cat else default_input),
+            context_window=context_window
+            or (cat.context_window if cat else default_context_window),
+            max_tokens=max_tokens or (cat.max_tokens if cat else default_max_tokens),
+            configured_max_tokens=max_tokens,
+            headers=tuple((cat.headers or {}).items()) if cat else (),
+            compat=MappingProxyType(compat),
+            catalog_api=cat.api if cat else None,
+        )
+    for key in route_compat:
+        if key not in readable:
+            raise _fail(
+                route,
+                f"sets compat.{key}, but no model on the route speaks a protocol that takes it",
+            )
+    ambient = catalog.api_key_env if catalog else ()
+    return out, catalog is not None, ambient

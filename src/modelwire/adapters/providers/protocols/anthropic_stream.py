@@ -1,0 +1,271 @@
+"""`anthropic-messages` streaming: Messages API SSE events → chunks (spec §4.5).
+
+Blocks follow the provider's `index`; server-tool and other unknown block types are skipped.
+Usage: `message_start` sets all buckets, `message_delta` overwrites every non-null field (its
+`input_tokens` is final). Thinking signatures are the concatenated `signature_delta`s, redacted
+thinking keeps its `data` blob byte-exact.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from ....errors import ErrorCode, LlmError
+from ....vocab import (
+    BlockEnd,
+    BlockStart,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+)
+from ....wire.sse import SseEvent
+from .common import BlockRecord, ResponseRecord, StopReason, finish_chunks
+
+__all__ = ["REDACTED_THINKING_TEXT", "AnthropicTranslator", "anthropic_error_code"]
+
+REDACTED_THINKING_TEXT: Final = "[Reasoning redacted]"
+"""The text a redacted thinking block carries (its opaque data rides in replay state)."""
+
+
+class _OutDetails(msgspec.Struct, gc=False):
+    thinking_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+    output_tokens_details: _OutDetails | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    id: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: str = ""
+    id: str | None = None
+    name: str | None = None
+    data: str | None = None
+
+
+class _Delta(msgspec.Struct, gc=False):
+    type: str | None = None
+    text: str | None = None
+    thinking: str | None = None
+    partial_json: str | None = None
+    signature: str | None = None
+    stop_reason: str | None = None
+
+
+class _Error(msgspec.Struct, gc=False):
+    type: str | None = None
+    message: str | None = None
+
+
+class _Event(msgspec.Struct, gc=False):
+    type: str = ""
+    index: int | None = None
+    message: _Message | None = None
+    content_block: _Block | None = None
+    delta: _Delta | None = None
+    usage: _Usage | None = None
+    error: _Error | None = None
+
+
+_DECODE: Final = msgspec.json.Decoder(_Event).decode
+_STOPS: Final[dict[str, StopReason]] = {
+    "end_turn": "stop",
+    "pause_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "tool_use": "toolUse",
+}
+_ERROR_CODES: Final[dict[str, str]] = {
+    "overloaded_error": ErrorCode.SERVER,
+    "api_error": ErrorCode.SERVER,
+    "rate_limit_error": ErrorCode.RATE_LIMIT,
+    "authentication_error": ErrorCode.AUTH,
+    "permission_error": ErrorCode.AUTH,
+    "request_too_large": ErrorCode.INVALID_REQUEST,
+    "invalid_request_error": ErrorCode.INVALID_REQUEST,
+    "billing_error": ErrorCode.QUOTA,
+}
+
+
+def anthropic_error_code(error_type: str | None) -> str | None:
+    """The failure code an Anthropic `error.type` implies (`overloaded_error` → SERVER), if known."""
+    return _ERROR_CODES.get(error_type or "")
+
+
+class AnthropicTranslator:
+    """Folds Anthropic Messages stream events into chunks; `end()` emits usage and finish."""
+
+    __slots__ = ("_by_index", "_done", "_record")
+
+    def __init__(self, record: ResponseRecord) -> None:
+        self._record = record
+        self._by_index: dict[int, BlockRecord] = {}
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        """`message_stop` arrived: the response is complete, stop reading."""
+        return self._done
+
+    def feed(self, event: SseEvent, out: list[StreamChunk]) -> None:
+        """Translate one SSE event, appending its chunks to `out`."""
+        data = event.data
+        if not data or data == "[DONE]" or self._done:
+            return
+        try:
+            ev = _DECODE(data)
+        except msgspec.DecodeError as exc:
+            if event.event == "error":
+                self._fail(data, None)
+                return
+            raise LlmError(
+                f"{self._record.provider}: malformed Anthropic stream event",
+                ErrorCode.MALFORMED_RESPONSE,
+                cause=exc,
+            ) from exc
+        kind = ev.type or event.event or ""
+        record = self._record
+        if kind == "content_block_delta":
+            block = self._by_index.get(ev.index if ev.index is not None else -1)
+            delta = ev.delta
+            if block is None or delta is None:
+                return
+            dtype = delta.type
+            if dtype == "text_delta" and delta.text is not None and block.kind == "text":
+                block.parts.append(delta.text)
+                out.append(TextDelta(block.index, delta.text))
+            elif dtype == "thinking_delta" and delta.thinking is not None:
+                block.parts.append(delta.thinking)
+                out.append(ReasoningDelta(block.index, delta.thinking))
+            elif dtype == "input_json_delta" and delta.partial_json is not None:
+                block.parts.append(delta.partial_json)
+                out.append(
+                    ToolCallDelta(block.index, block.id, delta.partial_json, block.name or None)
+                )
+            elif dtype == "signature_delta" and delta.signature is not None:
+                block.signature = (block.signature or "") + delta.signature
+        elif kind == "content_block_start":
+            self._start(ev, out)
+        elif kind == "content_block_stop":
+            block = self._by_index.get(ev.index if ev.index is not None else -1)
+            if block is not None and not block.closed:
+                block.closed = True
+                out.append(BlockEnd(block.index, _final(block)))
+        elif kind == "message_start":
+            message = ev.message
+            if message is not None:
+                if message.id:
+                    record.response_id = message.id
+                if message.model and message.model != record.model:
+                    record.response_model = message.model
+                if message.usage is not None:
+                    self._usage(message.usage)
+        elif kind == "message_delta":
+            if ev.delta is not None and ev.delta.stop_reason:
+                self._stop(ev.delta.stop_reason)
+            if ev.usage is not None:
+                self._usage(ev.usage)
+        elif kind == "message_stop":
+            self._done = True
+        elif kind == "error" or event.event == "error":
+            err = ev.error
+            self._fail(err.message if err and err.message else data, err.type if err else None)
+
+    def _fail(self, message: str, error_type: str | None) -> None:
+        record = self._record
+        record.stop_reason = "error"
+        record.error_message = message
+        record.error_code = anthropic_error_code(error_type)
+
+    def _start(self, ev: _Event, out: list[StreamChunk]) -> None:
+        cb = ev.content_block
+        if cb is None or ev.index is None:
+            return
+        record = self._record
+        btype = cb.type
+        if btype == "text":
+            block = BlockRecord(len(record.blocks), "text")
+        elif btype == "thinking":
+            block = BlockRecord(len(record.blocks), "reasoning")
+            block.signature = ""
+        elif btype == "redacted_thinking":
+            block = BlockRecord(len(record.blocks), "reasoning")
+            block.signature = cb.data or ""
+            block.redacted = True
+            block.parts.append(REDACTED_THINKING_TEXT)
+        elif btype == "tool_use":
+            block = BlockRecord(len(record.blocks), "tool-call")
+            block.id = cb.id or ""
+            block.name = cb.name or ""
+        else:
+            return  # server tools, tool results, compaction and other non-client blocks
+        record.blocks.append(block)
+        self._by_index[ev.index] = block
+        out.append(BlockStart(block.index, block.kind))
+        if block.redacted:
+            out.append(ReasoningDelta(block.index, REDACTED_THINKING_TEXT))
+        elif block.kind == "tool-call":
+            out.append(ToolCallDelta(block.index, block.id, "", block.name or None))
+
+    def _stop(self, reason: str) -> None:
+        record = self._record
+        stop = _STOPS.get(reason)
+        if stop is not None:
+            record.stop_reason = stop
+            return
+        record.stop_reason = "error"
+        if reason == "refusal":
+            record.error_message = "The model refused to respond (stop_reason refusal)"
+        elif reason == "sensitive":
+            record.error_message = "The provider flagged the response as sensitive"
+        elif reason == "model_context_window_exceeded":
+            record.error_message = "Unhandled stop reason: model_context_window_exceeded"
+            record.error_code = ErrorCode.CONTEXT_WINDOW_EXCEEDED
+        else:
+            record.error_message = f"Unhandled stop reason: {reason}"
+
+    def _usage(self, usage: _Usage) -> None:
+        record = self._record
+        if usage.input_tokens is not None:
+            record.input = usage.input_tokens
+        if usage.output_tokens is not None:
+            record.output = usage.output_tokens
+        if usage.cache_read_input_tokens is not None:
+            record.cache_read = usage.cache_read_input_tokens
+        if usage.cache_creation_input_tokens is not None:
+            record.cache_write = usage.cache_creation_input_tokens
+        details = usage.output_tokens_details
+        if details is not None and details.thinking_tokens is not None:
+            record.reasoning = details.thinking_tokens
+
+    def end(self, out: list[StreamChunk]) -> None:
+        """The stream ended: usage and finish (an error when `message_stop` never came)."""
+        record = self._record
+        if not self._done and record.stop_reason != "error":
+            record.stop_reason = "error"
+            record.error_message = "Anthropic stream ended before message_stop"
+        finish_chunks(record, out)
+
+
+def _final(block: BlockRecord) -> TextBlock | ReasoningBlock | ToolCallBlock:
+    text = "".join(block.parts)
+    if block.kind == "text":
+        return TextBlock(text)
+    if block.kind == "reasoning":
+        return ReasoningBlock(text)
+    return ToolCallBlock(block.id, block.name, text or "{}")

@@ -1,0 +1,264 @@
+"""What the three protocol translators share: the response record, stop mapping, error text
+classification, usage and the v2 replay envelope written on `finish`."""
+
+from __future__ import annotations
+
+import re
+from typing import Final, Literal, TypeAlias
+
+from ....errors import ErrorCode, is_context_window_exceeded_error, is_quota_exceeded_error
+from ....vocab import (
+    Aborted,
+    Error,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    MaxTokens,
+    ReplayEnvelope,
+    Stop,
+    StreamChunk,
+    TokenUsage,
+    ToolCalls,
+    UsageChunk,
+)
+from ....wire.status import redact_secrets
+
+__all__ = [
+    "BlockRecord",
+    "ResponseRecord",
+    "StopReason",
+    "classify_error_text",
+    "finish_chunks",
+    "is_overflow_text",
+]
+
+StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
+"""pi-ai's neutral stop reasons (the spelling stored in replay state)."""
+
+_STOP: Final = Stop()
+_TOOL_CALLS: Final = ToolCalls()
+_MAX_TOKENS: Final = MaxTokens()
+
+
+class BlockRecord:
+    """One streamed content block: its kind, index, accumulated text and replay signatures."""
+
+    __slots__ = ("closed", "id", "index", "kind", "name", "parts", "redacted", "signature")
+
+    def __init__(self, index: int, kind: str) -> None:
+        self.index = index
+        self.kind = kind  # "text" | "reasoning" | "tool-call"
+        self.parts: list[str] = []
+        self.signature: str | None = None  # thinking / text / thought signature
+        self.redacted = False
+        self.id = ""
+        self.name = ""
+        self.closed = False
+
+    def replay_entry(self) -> dict[str, object]:
+        """The per-block replay entry (`type` plus the signature field of its kind)."""
+        if self.kind == "text":
+            entry: dict[str, object] = {"type": "text"}
+            if self.signature is not None:
+                entry["text_signature"] = self.signature
+            return entry
+        if self.kind == "reasoning":
+            entry = {"type": "reasoning"}
+            if self.signature is not None:
+                entry["thinking_signature"] = self.signature
+            if self.redacted:
+                entry["redacted"] = True
+            return entry
+        entry = {"type": "tool-call"}
+        if self.signature is not None:
+            entry["thought_signature"] = self.signature
+        return entry
+
+
+class ResponseRecord:
+    """The neutral facts of one response as it streams: blocks, usage, stop reason, ids."""
+
+    __slots__ = (
+        "api",
+        "blocks",
+        "cache_read",
+        "cache_write",
+        "context_window",
+        "error_code",
+        "error_message",
+        "input",
+        "model",
+        "output",
+        "provider",
+        "reasoning",
+        "response_id",
+        "response_model",
+        "secrets",
+        "stop_reason",
+    )
+
+    def __init__(
+        self,
+        *,
+        api: str,
+        provider: str,
+        model: str,
+        context_window: int | None,
+        secrets: tuple[str, ...] = (),
+    ) -> None:
+        self.secrets = secrets  # the request's credentials: redacted from provider error text
+        self.api = api
+        self.provider = provider
+        self.model = model
+        self.context_window = context_window
+        self.blocks: list[BlockRecord] = []
+        self.input = 0
+        self.output = 0
+        self.cache_read = 0
+        self.cache_write = 0
+        self.reasoning: int | None = None
+        self.stop_reason: StopReason | None = None
+        self.error_message: str | None = None
+        self.error_code: str | None = None
+        self.response_id: str | None = None
+        self.response_model: str | None = None
+
+    def usage(self) -> TokenUsage:
+        """Usage in disjoint buckets; cache fields only when non-zero."""
+        return TokenUsage(
+            self.input,
+            self.output,
+            self.cache_read or None,
+            self.cache_write or None,
+            self.reasoning,
+        )
+
+    def envelope(self) -> ReplayEnvelope:
+        """The v2 replay envelope of this response."""
+        response: dict[str, object] = {
+            "kind": "pi-ai",
+            "version": 2,
+            "api": self.api,
+            "provider": self.provider,
+            "model": self.model,
+        }
+        if self.response_model is not None and self.response_model != self.model:
+            response["response_model"] = self.response_model
+        if self.response_id is not None:
+            response["response_id"] = self.response_id
+        response["stop_reason"] = self.stop_reason or "error"
+        return ReplayEnvelope(response, tuple(b.replay_entry() for b in self.blocks))
+
+
+_RATE_LIMIT_TEXT: Final = re.compile(
+    r"rate.?limit|too many requests|ThrottlingException|throttl", re.IGNORECASE
+)
+_OVERFLOW_TEXT: Final = re.compile(
+    r"prompt is too long|request_too_large|exceeds the context window|input is too long"
+    r"|maximum context length is \d+ tokens|model_context_window_exceeded|context_length_exceeded"
+    r"|too many tokens|token limit exceeded|exceeds the maximum number of tokens"
+    r"|reduce the length of the messages|context window exceeds limit|exceeded model token limit"
+    r"|input token count.*exceeds|longer than the model's context length"
+    r"|^4(?:00|13)\s*(?:status code )?\(no body\)",
+    re.IGNORECASE,
+)
+_CLASSIFY: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
+    (re.compile(r"\b(?:401|403)\b"), ErrorCode.AUTH),
+    (re.compile(r"\b429\b|rate.?limit", re.IGNORECASE), ErrorCode.RATE_LIMIT),
+    (
+        re.compile(
+            r"\b413\b|failed to buffer the request body: length limit exceeded"
+            r"|payload too large|request body too large",
+            re.IGNORECASE,
+        ),
+        ErrorCode.INVALID_REQUEST,
+    ),
+    (re.compile(r"\b400\b|invalid.?request", re.IGNORECASE), ErrorCode.INVALID_REQUEST),
+    (re.compile(r"\b5\d\d\b"), ErrorCode.SERVER),
+    (re.compile(r"timed out|time out|timeout", re.IGNORECASE), ErrorCode.TIMEOUT),
+    (re.compile(r"stream ended (?:before|without)", re.IGNORECASE), ErrorCode.TRANSPORT),
+    (
+        re.compile(
+            r"network|connection|socket|fetch|ECONN\w*|other side closed"
+            r"|HTTP2 request did not get a response|WebSocket closed unexpectedly"
+            r"|terminated|premature close",
+            re.IGNORECASE,
+        ),
+        ErrorCode.TRANSPORT,
+    ),
+)
+PI_AI_ERROR: Final = ErrorCode.PI_AI_ERROR
+
+
+def is_overflow_text(text: str) -> bool:
+    """True when error text says the context window overflowed (and is not a rate limit)."""
+    if _RATE_LIMIT_TEXT.search(text):
+        return False
+    return bool(_OVERFLOW_TEXT.search(text)) or is_context_window_exceeded_error(text)
+
+
+def classify_error_text(text: str) -> str:
+    """The failure code for an in-stream error message (first matching rule wins)."""
+    first, *rest = _CLASSIFY
+    if first[0].search(text):
+        return first[1]
+    if is_quota_exceeded_error(text):
+        return ErrorCode.QUOTA
+    for pattern, code in rest:
+        if pattern.search(text):
+            return code
+    return PI_AI_ERROR
+
+
+def _reason(record: ResponseRecord) -> FinishReason:
+    stop = record.stop_reason
+    text = record.error_message
+    if text is not None:
+        text = redact_secrets(text, record.secrets)
+    window = record.context_window
+    overflow = False
+    if (
+        (
+            stop == "error"
+            and (
+                record.error_code == ErrorCode.CONTEXT_WINDOW_EXCEEDED
+                or (text is not None and is_overflow_text(text))
+            )
+        )
+        or (window is not None and stop == "stop" and record.input + record.cache_read > window)
+        or (
+            window is not None
+            and stop == "length"
+            and record.output == 0
+            and record.input + record.cache_read >= 0.99 * window
+        )
+    ):
+        overflow = True
+    if overflow:
+        message = text or f'pi-ai detected context overflow for model "{record.model}"'
+        return Error(LlmFailure(message, ErrorCode.CONTEXT_WINDOW_EXCEEDED))
+    if stop == "stop":
+        if not record.blocks:
+            return Error(
+                LlmFailure(
+                    f'model "{record.model}" returned a completed response with no content',
+                    ErrorCode.EMPTY_RESPONSE,
+                )
+            )
+        return _STOP
+    if stop == "length":
+        return _MAX_TOKENS
+    if stop == "toolUse":
+        return _TOOL_CALLS
+    if stop == "aborted":
+        return Aborted(LlmFailure(text or "pi-ai stream aborted", ErrorCode.ABORTED))
+    message = text or "pi-ai stream error"
+    return Error(LlmFailure(message, record.error_code or classify_error_text(message)))
+
+
+def finish_chunks(record: ResponseRecord, out: list[StreamChunk]) -> None:
+    """Append `usage` then `finish`; replay state only for a response that completed (`done`)."""
+    out.append(UsageChunk(record.usage()))
+    reason = _reason(record)
+    done = record.stop_reason in ("stop", "length", "toolUse")
+    out.append(Finish(reason, record.envelope() if done else None))

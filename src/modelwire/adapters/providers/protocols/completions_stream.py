@@ -1,0 +1,265 @@
+"""`openai-completions` streaming: Chat Completions SSE events → chunks (spec §4.3).
+
+One text block and one reasoning block at most (created on first use); one tool-call block per
+`tool_calls[].index`; every `block-end` is emitted after the stream finishes, in content order.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from ....errors import ErrorCode, LlmError
+from ....vocab import (
+    BlockEnd,
+    BlockStart,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+)
+from ....wire.sse import SseEvent
+from .common import BlockRecord, ResponseRecord, StopReason, finish_chunks
+
+__all__ = ["CompletionsTranslator"]
+
+
+class _Fn(msgspec.Struct, gc=False):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolDelta(msgspec.Struct, gc=False):
+    index: int | None = None
+    id: str | None = None
+    function: _Fn | None = None
+
+
+class _Detail(msgspec.Struct, gc=False):
+    type: str | None = None
+    id: str | None = None
+
+
+class _Delta(msgspec.Struct, gc=False):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    reasoning_text: str | None = None
+    tool_calls: list[_ToolDelta] | None = None
+    reasoning_details: list[msgspec.Raw] | None = None
+
+
+class _PromptDetails(msgspec.Struct, gc=False):
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+
+class _OutputDetails(msgspec.Struct, gc=False):
+    reasoning_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_cache_hit_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _OutputDetails | None = None
+
+
+class _Choice(msgspec.Struct, gc=False):
+    index: int | None = None
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+    usage: _Usage | None = None
+
+
+class _StreamError(msgspec.Struct, gc=False):
+    message: str | None = None
+    code: int | str | None = None
+
+
+class _Chunk(msgspec.Struct, gc=False):
+    id: str | None = None
+    model: str | None = None
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: _StreamError | None = None
+
+
+_DECODE: Final = msgspec.json.Decoder(_Chunk).decode
+_DETAIL: Final = msgspec.json.Decoder(_Detail).decode
+_FINISH: Final[dict[str, StopReason]] = {
+    "stop": "stop",
+    "end": "stop",
+    "length": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+}
+
+
+class CompletionsTranslator:
+    """Folds Chat Completions stream events into chunks; `end()` closes the blocks and finishes."""
+
+    __slots__ = ("_reasoning", "_record", "_text", "_tools", "done")
+
+    def __init__(self, record: ResponseRecord) -> None:
+        self._record = record
+        self.done = False  # `[DONE]` arrived: the response is complete, stop reading
+        self._text: BlockRecord | None = None
+        self._reasoning: BlockRecord | None = None
+        self._tools: dict[object, BlockRecord] = {}
+
+    def feed(self, event: SseEvent, out: list[StreamChunk]) -> None:
+        """Translate one SSE event, appending its chunks to `out`."""
+        data = event.data
+        if data == "[DONE]":
+            self.done = True
+            return
+        if not data or self.done:
+            return
+        try:
+            chunk = _DECODE(data)
+        except msgspec.DecodeError as exc:
+            raise LlmError(
+                f"{self._record.provider}: malformed Chat Completions stream event",
+                ErrorCode.MALFORMED_RESPONSE,
+                cause=exc,
+            ) from exc
+        record = self._record
+        if chunk.id and record.response_id is None:
+            record.response_id = chunk.id
+        if chunk.model and record.response_model is None and chunk.model != record.model:
+            record.response_model = chunk.model
+        if chunk.usage is not None:
+            self._usage(chunk.usage)
+        if chunk.error is not None:
+            err = chunk.error
+            code = f"{err.code}: " if err.code is not None else ""
+            record.error_message = f"{code}{err.message or 'provider stream error'}"
+            record.stop_reason = "error"
+        choices = chunk.choices
+        if not choices:
+            return
+        choice = choices[0]
+        if choice.index:
+            choice = next((c for c in choices if not c.index), None)  # type: ignore[assignment]
+            if choice is None:
+                return
+        if choice.usage is not None:
+            self._usage(choice.usage)
+        delta = choice.delta
+        if delta is not None:
+            self._delta(delta, out)
+        reason = choice.finish_reason
+        if reason and record.stop_reason != "error":
+            stop = _FINISH.get(reason)
+            if stop is None:
+                record.stop_reason = "error"
+                record.error_message = f"Provider finish_reason: {reason}"
+            else:
+                record.stop_reason = stop
+
+    def _delta(self, delta: _Delta, out: list[StreamChunk]) -> None:
+        record = self._record
+        text = delta.content
+        if text:
+            block = self._text
+            if block is None:
+                block = self._text = BlockRecord(len(record.blocks), "text")
+                record.blocks.append(block)
+                out.append(BlockStart(block.index, "text"))
+            block.parts.append(text)
+            out.append(TextDelta(block.index, text))
+        field = None
+        if delta.reasoning_content:
+            field, thinking = "reasoning_content", delta.reasoning_content
+        elif delta.reasoning:
+            field, thinking = "reasoning", delta.reasoning
+        elif delta.reasoning_text:
+            field, thinking = "reasoning_text", delta.reasoning_text
+        if field is not None:
+            block = self._reasoning
+            if block is None:
+                block = self._reasoning = BlockRecord(len(record.blocks), "reasoning")
+                block.signature = field
+                record.blocks.append(block)
+                out.append(BlockStart(block.index, "reasoning"))
+            block.parts.append(thinking)
+            out.append(ReasoningDelta(block.index, thinking))
+        if delta.tool_calls:
+            for call in delta.tool_calls:
+                self._tool(call, out)
+        if delta.reasoning_details:
+            for raw in delta.reasoning_details:
+                try:
+                    detail = _DETAIL(raw)
+                except msgspec.DecodeError:
+                    continue  # an entry of another shape carries no signature
+                if detail.type == "reasoning.encrypted" and detail.id:
+                    for block in self._tools.values():
+                        if block.id == detail.id:
+                            block.signature = bytes(raw).decode()
+
+    def _tool(self, call: _ToolDelta, out: list[StreamChunk]) -> None:
+        key: object = call.index if call.index is not None else call.id
+        block = self._tools.get(key)
+        fn = call.function
+        args = (fn.arguments if fn is not None else None) or ""
+        name = fn.name if fn is not None else None
+        if block is None:
+            record = self._record
+            block = BlockRecord(len(record.blocks), "tool-call")
+            block.id = call.id or ""
+            block.name = name or ""
+            record.blocks.append(block)
+            self._tools[key] = block
+            out.append(BlockStart(block.index, "tool-call"))
+        else:
+            if call.id and not block.id:
+                block.id = call.id
+            if name and not block.name:
+                block.name = name
+            if not args:
+                return
+        if args:
+            block.parts.append(args)
+        out.append(ToolCallDelta(block.index, block.id, args, block.name or None))
+
+    def _usage(self, usage: _Usage) -> None:
+        record = self._record
+        prompt = usage.prompt_tokens or 0
+        details = usage.prompt_tokens_details
+        cached = details.cached_tokens if details is not None else None
+        if cached is None:
+            cached = usage.prompt_cache_hit_tokens or 0
+        write = (details.cache_write_tokens if details is not None else None) or 0
+        record.input = max(0, prompt - cached - write)
+        record.cache_read = cached
+        record.cache_write = write
+        record.output = usage.completion_tokens or 0
+        out_details = usage.completion_tokens_details
+        record.reasoning = out_details.reasoning_tokens if out_details is not None else None
+
+    def end(self, out: list[StreamChunk]) -> None:
+        """The stream ended: close every block (in content order), then usage and finish."""
+        record = self._record
+        if record.stop_reason is None:
+            record.stop_reason = "error"
+            record.error_message = "Stream ended without finish_reason"
+        if record.stop_reason != "error":
+            for block in record.blocks:
+                out.append(BlockEnd(block.index, _final(block)))
+        finish_chunks(record, out)
+
+
+def _final(block: BlockRecord) -> TextBlock | ReasoningBlock | ToolCallBlock:
+    text = "".join(block.parts)
+    if block.kind == "text":
+        return TextBlock(text)
+    if block.kind == "reasoning":
+        return ReasoningBlock(text)
+    return ToolCallBlock(block.id, block.name, text or "{}")

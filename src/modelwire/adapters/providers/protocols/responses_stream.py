@@ -1,0 +1,287 @@
+"""`openai-responses` streaming: Responses API SSE events → chunks (spec §4.4).
+
+Blocks are keyed by `output_index` and closed as their item completes. Signatures: a reasoning
+block keeps the JSON of its whole output item (with `encrypted_content`), a text block
+`{"v":1,"id":<item id>,"phase"?}`, and tool-call ids are `<call_id>|<item id>`. Events are
+dispatched on the data's own `type` (some gateways send no `event:` lines).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from ....errors import ErrorCode, LlmError
+from ....vocab import (
+    BlockEnd,
+    BlockStart,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+)
+from ....wire.sse import SseEvent
+from .common import BlockRecord, ResponseRecord, finish_chunks
+
+__all__ = ["ResponsesTranslator"]
+
+
+class _Text(msgspec.Struct, gc=False):
+    type: str | None = None
+    text: str | None = None
+    refusal: str | None = None
+
+
+class _Item(msgspec.Struct, gc=False):
+    type: str = ""
+    id: str | None = None
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+    phase: str | None = None
+    summary: list[_Text] | None = None
+    content: list[_Text] | None = None
+
+
+class _InDetails(msgspec.Struct, gc=False):
+    cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+
+class _OutDetails(msgspec.Struct, gc=False):
+    reasoning_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    input_tokens_details: _InDetails | None = None
+    output_tokens_details: _OutDetails | None = None
+
+
+class _Err(msgspec.Struct, gc=False):
+    code: str | int | None = None
+    message: str | None = None
+
+
+class _Incomplete(msgspec.Struct, gc=False):
+    reason: str | None = None
+
+
+class _Response(msgspec.Struct, gc=False):
+    id: str | None = None
+    model: str | None = None
+    status: str | None = None
+    usage: _Usage | None = None
+    error: _Err | None = None
+    incomplete_details: _Incomplete | None = None
+
+
+class _Event(msgspec.Struct, gc=False):
+    type: str = ""
+    output_index: int | None = None
+    delta: str | None = None
+    arguments: str | None = None
+    item: msgspec.Raw = msgspec.Raw(b"")
+    response: _Response | None = None
+    code: str | int | None = None
+    message: str | None = None
+
+
+_DECODE: Final = msgspec.json.Decoder(_Event).decode
+_ITEM_DECODE: Final = msgspec.json.Decoder(_Item).decode
+_ENCODE: Final = msgspec.json.encode
+_KINDS: Final = {"reasoning": "reasoning", "message": "text", "function_call": "tool-call"}
+_TEXT_DELTAS: Final = frozenset({"response.output_text.delta", "response.refusal.delta"})
+_THINKING_DELTAS: Final = frozenset(
+    {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
+)
+_TERMINAL: Final = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def _ITEM(raw: msgspec.Raw | bytes) -> _Item:
+    """Decode an output item; a wrongly shaped one is a classified malformed response."""
+    try:
+        return _ITEM_DECODE(raw)
+    except msgspec.DecodeError as exc:
+        raise LlmError(
+            f"malformed Responses stream output item: {exc}",
+            ErrorCode.MALFORMED_RESPONSE,
+            cause=exc,
+        ) from exc
+
+
+class ResponsesTranslator:
+    """Folds Responses API stream events into chunks; `end()` emits usage and finish."""
+
+    __slots__ = ("_blocks", "_done", "_record")
+
+    def __init__(self, record: ResponseRecord) -> None:
+        self._record = record
+        self._blocks: dict[int, BlockRecord] = {}
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        """A terminal response event arrived: the response is complete, stop reading."""
+        return self._done
+
+    def feed(self, event: SseEvent, out: list[StreamChunk]) -> None:
+        """Translate one SSE event, appending its chunks to `out`."""
+        data = event.data
+        if not data or data == "[DONE]" or self._done:
+            return
+        try:
+            ev = _DECODE(data)
+        except msgspec.DecodeError as exc:
+            raise LlmError(
+                f"{self._record.provider}: malformed Responses stream event",
+                ErrorCode.MALFORMED_RESPONSE,
+                cause=exc,
+            ) from exc
+        kind = ev.type
+        if kind in _TEXT_DELTAS or kind in _THINKING_DELTAS:
+            block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
+            if block is None or not ev.delta:
+                return
+            block.parts.append(ev.delta)
+            if block.kind == "text":
+                out.append(TextDelta(block.index, ev.delta))
+            elif block.kind == "reasoning":
+                out.append(ReasoningDelta(block.index, ev.delta))
+        elif kind == "response.function_call_arguments.delta":
+            block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
+            if block is not None and ev.delta:
+                block.parts.append(ev.delta)
+                out.append(ToolCallDelta(block.index, block.id, ev.delta, block.name or None))
+        elif kind == "response.function_call_arguments.done":
+            block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
+            if block is not None and ev.arguments is not None:
+                self._suffix(block, ev.arguments, out)
+        elif kind == "response.reasoning_summary_part.done":
+            block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
+            if block is not None and block.kind == "reasoning":
+                block.parts.append("\n\n")
+                out.append(ReasoningDelta(block.index, "\n\n"))
+        elif kind == "response.output_item.added" and ev.item:
+            self._added(ev, out)
+        elif kind == "response.output_item.done" and ev.item:
+            self._item_done(ev, out)
+        elif kind == "response.created":
+            if ev.response is not None and ev.response.id:
+                self._record.response_id = ev.response.id
+        elif kind in _TERMINAL:
+            self._terminal(kind, ev.response)
+        elif kind == "error":
+            record = self._record
+            if record.stop_reason != "error":
+                record.stop_reason = "error"
+                record.error_message = f"Error Code {ev.code}: {ev.message or 'Unknown error'}"
+
+    def _added(self, ev: _Event, out: list[StreamChunk]) -> None:
+        item = _ITEM(ev.item)
+        kind = _KINDS.get(item.type)
+        if kind is None or ev.output_index is None:
+            return
+        record = self._record
+        block = BlockRecord(len(record.blocks), kind)
+        if kind == "tool-call":
+            block.id = f"{item.call_id or ''}|{item.id or ''}"
+            block.name = item.name or ""
+        record.blocks.append(block)
+        self._blocks[ev.output_index] = block
+        out.append(BlockStart(block.index, kind))
+        if kind == "tool-call":
+            out.append(ToolCallDelta(block.index, block.id, "", block.name or None))
+
+    def _suffix(self, block: BlockRecord, final: str, out: list[StreamChunk]) -> None:
+        streamed = "".join(block.parts)
+        if final.startswith(streamed) and len(final) > len(streamed):
+            rest = final[len(streamed) :]
+            block.parts.append(rest)
+            out.append(ToolCallDelta(block.index, block.id, rest, block.name or None))
+
+    def _item_done(self, ev: _Event, out: list[StreamChunk]) -> None:
+        block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
+        if block is None or block.closed:
+            return
+        raw = bytes(ev.item)
+        item = _ITEM(raw)
+        block.closed = True
+        if block.kind == "reasoning":
+            summaries = [s.text for s in item.summary or () if s.text is not None]
+            contents = [c.text for c in item.content or () if c.text is not None]
+            if summaries:
+                text = "\n\n".join(summaries)
+            elif contents:
+                text = "\n\n".join(contents)
+            else:
+                text = "".join(block.parts)
+            block.signature = raw.decode()
+            out.append(BlockEnd(block.index, ReasoningBlock(text)))
+        elif block.kind == "text":
+            parts = [
+                (c.text if c.type == "output_text" else c.refusal) or "" for c in item.content or ()
+            ]
+            text = "".join(parts) if item.content else "".join(block.parts)
+            signature: dict[str, object] = {"v": 1, "id": item.id}
+            if item.phase is not None:
+                signature["phase"] = item.phase
+            block.signature = _ENCODE(signature).decode()
+            out.append(BlockEnd(block.index, TextBlock(text)))
+        else:
+            if item.arguments is not None:
+                self._suffix(block, item.arguments, out)
+            args = item.arguments if item.arguments is not None else "".join(block.parts)
+            out.append(BlockEnd(block.index, ToolCallBlock(block.id, block.name, args or "{}")))
+
+    def _terminal(self, kind: str, response: _Response | None) -> None:
+        record = self._record
+        self._done = True
+        if response is None:
+            return
+        if response.id:
+            record.response_id = response.id
+        if response.model and response.model != record.model:
+            record.response_model = response.model
+        usage = response.usage
+        if usage is not None:
+            details = usage.input_tokens_details
+            cached = (details.cached_tokens if details else None) or 0
+            write = (details.cache_write_tokens if details else None) or 0
+            record.input = max(0, (usage.input_tokens or 0) - cached - write)
+            record.cache_read = cached
+            record.cache_write = write
+            record.output = usage.output_tokens or 0
+            out_details = usage.output_tokens_details
+            record.reasoning = out_details.reasoning_tokens if out_details else None
+        if record.stop_reason == "error":
+            return
+        status = response.status
+        if kind == "response.failed" or status in ("failed", "cancelled"):
+            record.stop_reason = "error"
+            err = response.error
+            if err is not None:
+                record.error_message = f"{err.code}: {err.message}"
+            elif response.incomplete_details is not None:
+                record.error_message = f"incomplete: {response.incomplete_details.reason}"
+            else:
+                record.error_message = "OpenAI Responses request failed"
+        elif status == "incomplete":
+            record.stop_reason = "length"
+        elif any(b.kind == "tool-call" for b in record.blocks):
+            record.stop_reason = "toolUse"
+        else:
+            record.stop_reason = "stop"
+
+    def end(self, out: list[StreamChunk]) -> None:
+        """The stream ended: usage and finish (an error when no terminal event came)."""
+        record = self._record
+        if not self._done and record.stop_reason != "error":
+            record.stop_reason = "error"
+            record.error_message = "OpenAI Responses stream ended before a terminal response event"
+        finish_chunks(record, out)

@@ -1,0 +1,213 @@
+"""Shared helpers for the multi-provider adapter tests: recorded fixtures and their checks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from modelwire.assembler import BlockAssembler
+from modelwire.vocab import ReasoningBlock, StreamChunk, TextBlock, TextDelta, ToolCallBlock
+
+FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures"
+PROTOCOL_DIRS = {
+    "openai-completions": "openai-chat",
+    "openai-responses": "openai-responses",
+    "anthropic-messages": "anthropic-messages",
+}
+REDACTED = "[Reasoning redacted]"
+
+
+def fixture_cases(api: str) -> list[Any]:
+    """pytest params (id = file stem) of every recorded stream of one protocol."""
+    folder = FIXTURES / PROTOCOL_DIRS[api]
+    if not folder.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"fixtures absent: {folder}"))]
+    return [
+        pytest.param(sse, id=sse.stem)
+        for sse in sorted(folder.glob("*.sse"))
+        if sse.with_suffix(".expected.json").exists()
+    ]
+
+
+def load_case(sse: Path) -> tuple[bytes, dict[str, Any]]:
+    """The recorded body and its expected result."""
+    return sse.read_bytes(), json.loads(sse.with_suffix(".expected.json").read_text())
+
+
+def expected_finish_kind(api: str, expected: dict[str, Any]) -> str:
+    """The finish kind our chunk protocol must end in, from the raw provider stop signal."""
+    raw = expected["finish"]
+    if expected["error"] is not None:
+        return "error"
+    has_content = bool(expected["text"] or expected["reasoning"] or expected["tool_calls"])
+    has_content = has_content or bool(expected["extras"].get("redacted_thinking_blocks"))
+    if api == "openai-completions":
+        kind = {"stop": "stop", "length": "max-tokens", "tool_calls": "tool-calls"}.get(
+            raw, "error"
+        )
+    elif api == "anthropic-messages":
+        kind = {
+            "end_turn": "stop",
+            "max_tokens": "max-tokens",
+            "tool_use": "tool-calls",
+        }.get(raw, "error")
+    else:
+        if raw == "completed":
+            kind = "tool-calls" if expected["tool_calls"] else "stop"
+        elif raw.startswith("incomplete"):
+            kind = "max-tokens"
+        else:
+            kind = "error"
+    if kind == "stop" and not has_content:
+        return "error"  # EMPTY_RESPONSE
+    return kind
+
+
+def check_assembled(
+    api: str, asm: BlockAssembler, expected: dict[str, Any], chunks: list[StreamChunk]
+) -> None:
+    """Assert the assembled result equals the fixture's neutral expected form."""
+    kind = expected_finish_kind(api, expected)
+    assert asm.finish.kind == kind
+    blocks = asm.interrupted_blocks() if kind == "error" else asm.blocks()
+    streamed = "".join(c.text for c in chunks if isinstance(c, TextDelta))
+    assert streamed == expected["text"]
+    text = "".join(b.text for b in blocks if isinstance(b, TextBlock))
+    if api != "openai-responses":  # Responses closes a message with the item's full final text
+        assert text == expected["text"]
+    reasoning = [b.text for b in blocks if isinstance(b, ReasoningBlock) and b.text != REDACTED]
+    want_reasoning = expected["reasoning"] or ""
+    if api == "openai-responses":  # summary parts are separated by a blank line
+        assert "".join(reasoning).replace("\n\n", "") == want_reasoning.replace("\n\n", "")
+    else:
+        assert "".join(reasoning) == want_reasoning
+    calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
+    want_calls = [] if kind == "max-tokens" else expected["tool_calls"]
+    assert len(calls) == len(want_calls)
+    for call, want in zip(calls, want_calls, strict=True):
+        assert call.id.split("|")[0] == want["id"]
+        assert call.name == want["name"]
+        assert call.arguments == (want["arguments_raw"] or "{}")
+        assert json.loads(call.arguments) == (want["arguments"] or {})
+    usage = asm.usage
+    want_usage = expected["usage"]
+    assert usage is not None
+    if want_usage is None:
+        assert (usage.input_tokens, usage.output_tokens) == (0, 0)
+    else:
+        assert usage.input_tokens == want_usage["input_uncached"]
+        assert usage.output_tokens == want_usage["output"]
+        assert (usage.cache_read_tokens or 0) == (want_usage["cache_read"] or 0)
+        assert (usage.cache_write_tokens or 0) == (want_usage["cache_write"] or 0)
+        if want_usage["reasoning"] is not None:
+            assert usage.reasoning_tokens == want_usage["reasoning"]
+    redacted = expected["extras"].get("redacted_thinking_blocks") or 0
+    count = redacted if isinstance(redacted, int) else len(redacted)
+    assert sum(isinstance(b, ReasoningBlock) and b.text == REDACTED for b in blocks) == count
+    state = asm.replay_state
+    if kind in ("stop", "tool-calls", "max-tokens"):
+        assert state is not None
+        assert state.response["version"] == 2
+        assert state.response["api"] == api
+        signatures = [
+            e["thinking_signature"]
+            for e in state.blocks or ()
+            if e["type"] == "reasoning" and not e.get("redacted")
+        ]
+        if "thinking_signatures" in expected["extras"] and api == "anthropic-messages":
+            assert signatures == expected["extras"]["thinking_signatures"]
+
+
+class Reply:
+    """One scripted HTTP reply: a status with a body, or a 200 SSE body in the given reads."""
+
+    def __init__(
+        self,
+        *,
+        status: int = 200,
+        reads: list[bytes] | None = None,
+        body: str = "",
+        headers: dict[str, str] | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        self.status = status
+        self.reads = reads
+        self.body = body
+        self.headers = headers or {}
+        self.delay = delay
+
+
+class MockServer:
+    """A real 127.0.0.1 aiohttp server replaying one `Reply` per request and recording requests."""
+
+    def __init__(self, replies: list[Reply]) -> None:
+        self.replies = list(replies)
+        self.paths: list[str] = []
+        self.bodies: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.closed = 0
+        self._runner: Any = None
+        self.url = ""
+
+    async def __aenter__(self) -> MockServer:
+        from aiohttp import web
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            self.paths.append(request.path)
+            raw = await request.read()
+            self.bodies.append(json.loads(raw) if raw else {})
+            self.headers.append({k.lower(): v for k, v in request.headers.items()})
+            reply = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+            if reply.reads is None:
+                return web.Response(
+                    status=reply.status,
+                    text=reply.body,
+                    headers=reply.headers,
+                    content_type="application/json",
+                )
+            response = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            try:
+                for data in reply.reads:
+                    if reply.delay:
+                        await asyncio.sleep(reply.delay)
+                    await response.write(data)
+                await response.write_eof()
+            except (ConnectionResetError, asyncio.CancelledError):
+                self.closed += 1
+                raise
+            return response
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._runner.cleanup()
+
+
+def sse(*events: dict[str, Any] | str) -> list[bytes]:
+    """Chat Completions style SSE reads (`data:` lines), one read per event."""
+    out = []
+    for e in events:
+        out.append(f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode())
+    return out
+
+
+TEXT_EVENTS = sse(
+    {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "hel"}}]},
+    {"id": "c1", "choices": [{"index": 0, "delta": {"content": "lo"}, "finish_reason": "stop"}]},
+    {"id": "c1", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}},
+    "[DONE]",
+)
+"""A Chat Completions stream producing "hello" with usage 3/1."""
