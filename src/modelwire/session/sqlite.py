@@ -215,7 +215,7 @@ class SqliteLog(GroupCommitLog):
         self._conn = conn
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            if not self._w_is_initialized():
+            if not self._w_is_initialized_snapshot():
                 self._w_initialize()
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
@@ -228,6 +228,16 @@ class SqliteLog(GroupCommitLog):
             if _looks_corrupt(str(exc)):
                 raise self._corrupt(str(exc), exc) from exc
             raise self._storage_error(exc, "open the database") from exc
+
+    def _w_is_initialized_snapshot(self) -> bool:
+        """`_w_is_initialized` inside one read transaction, so a concurrent initializer's commit is
+        seen whole or not at all (never tables without their application_id)."""
+        conn = self._db
+        conn.execute("BEGIN")
+        try:
+            return self._w_is_initialized()
+        finally:
+            conn.execute("ROLLBACK")
 
     def _w_is_initialized(self) -> bool:
         """True for a modelwire log; False for an empty database; `LOG_CORRUPT` for anything else."""

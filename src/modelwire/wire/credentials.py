@@ -20,6 +20,7 @@ __all__ = [
     "ApiKeyCheck",
     "ApiKeyRejected",
     "assert_usable_api_key",
+    "credential_values",
     "normalize_api_key",
     "resolve_api_key",
 ]
@@ -48,6 +49,24 @@ class ApiKeyRejected(msgspec.Struct, frozen=True):
 
 ApiKeyCheck: TypeAlias = ApiKeyAccepted | ApiKeyRejected
 """The verdict of `normalize_api_key`; test `.ok`."""
+
+_CREDENTIAL_HEADERS: Final = frozenset(
+    {"authorization", "proxy-authorization", "x-api-key", "api-key", "cf-aig-authorization"}
+)
+
+
+def credential_values(headers: Mapping[str, str]) -> tuple[str, ...]:
+    """The secrets a request's headers carry: each credential header's value, and the token
+    after its auth scheme (``Bearer <token>``), so both can be redacted from any text."""
+    found: list[str] = []
+    for name, value in headers.items():
+        if name.lower() in _CREDENTIAL_HEADERS and value.strip():
+            found.append(value.strip())
+            scheme, _, token = value.strip().partition(" ")
+            if token.strip() and scheme.isalpha():
+                found.append(token.strip())
+    return tuple(found)
+
 
 _EMPTY: Final = ApiKeyRejected("empty")
 _ILLEGAL: Final = ApiKeyRejected("illegal_characters")

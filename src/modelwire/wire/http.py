@@ -22,6 +22,7 @@ from typing import Final
 import aiohttp
 
 from ..errors import ErrorCode, LlmError
+from .credentials import credential_values
 from .status import failure_for_status
 from .watchdog import IdleWatchdog
 
@@ -116,7 +117,8 @@ async def stream_post(
     """POST `body` (JSON bytes) to `url` and yield the 2xx response body read by read.
 
     `provider` is the display name and `endpoint` the base URL used in failure messages;
-    `secrets` are redacted from any provider error text. Close the generator (``aclose``) to stop
+    `secrets`, and every credential carried by `headers` (``Authorization``, ``x-api-key``, …),
+    are redacted from any provider error text. Close the generator (``aclose``) to stop
     early; the connection is then dropped, never reused half-read.
     """
     session = get_session()
@@ -141,7 +143,7 @@ async def stream_post(
                 response.headers,
                 provider=provider,
                 fallback_request_id_headers=fallback_request_id_headers,
-                secrets=secrets,
+                secrets=(*secrets, *credential_values(headers)),
             )
         if status in (204, 205) or response.content_length == 0:
             clean = True

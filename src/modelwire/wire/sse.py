@@ -6,6 +6,9 @@ stripped, lines ending in CRLF, LF or a lone CR (a CR at the end of a read is he
 read decides), comments ignored, multi-line ``data`` joined with ``\\n``, an event dispatched on a
 blank line only when it has at least one ``data`` line. It never buffers more than one unfinished
 line plus the pending event, and the common LF-only case costs one ``bytes.split`` per read.
+A line or pending event larger than `MAX_EVENT_BYTES` fails with `LlmError` ``MALFORMED_RESPONSE``
+(a body that never frames an event is not held in memory); an unfinished line spread over many
+reads is kept as a list of parts and joined once, so buffering it costs linear time.
 """
 
 from __future__ import annotations
@@ -15,9 +18,20 @@ from typing import Final
 
 import msgspec
 
-__all__ = ["SseDecoder", "SseEvent"]
+from ..errors import ErrorCode, LlmError
+
+__all__ = ["MAX_EVENT_BYTES", "SseDecoder", "SseEvent"]
 
 _BOM: Final = b"\xef\xbb\xbf"
+MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
+"""The largest unfinished line, and the largest pending event's data, the decoder holds (16 MiB)."""
+
+
+def _too_large() -> LlmError:
+    return LlmError(
+        f"SSE event exceeds {MAX_EVENT_BYTES} bytes without being dispatched",
+        ErrorCode.MALFORMED_RESPONSE,
+    )
 
 
 class SseEvent(msgspec.Struct, frozen=True, gc=False):
@@ -39,22 +53,37 @@ class SseDecoder:
     optional leading space), e.g. to observe ``: keep-alive`` pulses; comments are never events.
     """
 
-    __slots__ = ("_bom", "_buf", "_data", "_event", "_id", "_on_comment")
+    __slots__ = ("_bom", "_data", "_data_size", "_event", "_held", "_id", "_on_comment", "_parts")
 
     def __init__(self, *, on_comment: Callable[[str], None] | None = None) -> None:
-        self._buf: bytes = b""
+        self._parts: list[bytes] = []  # the unfinished line, as the reads that brought it
+        self._held = 0
         self._bom = True  # a leading BOM may still arrive
         self._data: list[bytes] | None = None
+        self._data_size = 0
         self._event: bytes | None = None
         self._id: str | None = None
         self._on_comment = on_comment
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Consume one read of body bytes and return the events it completed (possibly none)."""
-        buf = self._buf + chunk if self._buf else chunk
+        parts = self._parts
+        if (
+            not self._bom
+            and b"\n" not in chunk
+            and b"\r" not in chunk
+            and not (parts and parts[-1].endswith(b"\r"))
+        ):
+            self._hold(chunk)  # still inside one line: no re-concatenation per read
+            return []
+        buf = (
+            (parts[0] + chunk if len(parts) == 1 else b"".join((*parts, chunk))) if parts else chunk
+        )
+        parts.clear()
+        self._held = 0
         if self._bom:
             if len(buf) < 3 and _BOM.startswith(buf):
-                self._buf = buf
+                self._hold(buf)
                 return []
             self._bom = False
             if buf.startswith(_BOM):
@@ -67,25 +96,40 @@ class SseDecoder:
             if held:
                 buf += b"\r"
         lines = buf.split(b"\n")
-        self._buf = lines.pop()
+        tail = lines.pop()
+        if tail:
+            self._hold(tail)
         if not lines:
             return []
         return self._lines(lines)
 
+    def _hold(self, data: bytes) -> None:
+        if data:
+            self._parts.append(data)
+            self._held += len(data)
+            if self._held > MAX_EVENT_BYTES:
+                self._parts.clear()
+                self._held = 0
+                raise _too_large()
+
     def close(self) -> list[SseEvent]:
         """Signal end of input: a held CR still ends its line; an unterminated event is dropped."""
-        buf, self._buf = self._buf, b""
+        buf = b"".join(self._parts)
+        self._parts.clear()
+        self._held = 0
         self._bom = False
         out: list[SseEvent] = []
         if buf.endswith(b"\r"):
             out = self._lines([buf[:-1]])
         self._data = None
+        self._data_size = 0
         self._event = None
         return out
 
     def _lines(self, lines: list[bytes]) -> list[SseEvent]:
         out: list[SseEvent] = []
         data = self._data
+        size = self._data_size
         for line in lines:
             if not line:
                 if data is not None:
@@ -95,14 +139,21 @@ class SseDecoder:
                         SseEvent(None if ev is None else _text(ev), _text(payload), self._id)
                     )
                     data = None
+                    size = 0
                     self._event = None
                 continue
             if line.startswith(b"data:"):
                 value = line[6:] if line[5:6] == b" " else line[5:]
                 if data is None:
                     data = [value]
+                    size = len(value)
                 else:
                     data.append(value)
+                    size += len(value) + 1
+                    if size > MAX_EVENT_BYTES:
+                        self._data = None
+                        self._data_size = 0
+                        raise _too_large()
                 continue
             if line[0] == 0x3A:  # ":" comment
                 if self._on_comment is not None:
@@ -123,4 +174,5 @@ class SseDecoder:
                 self._id = _text(value)
             # "retry" and unknown fields are ignored.
         self._data = data
+        self._data_size = size
         return out

@@ -30,6 +30,7 @@ __all__ = [
     "failure_for_status",
     "http_error_code",
     "parse_retry_after",
+    "redact_secrets",
     "request_id_from",
 ]
 
@@ -106,11 +107,16 @@ def request_id_from(headers: Mapping[str, str], fallback_names: Iterable[str] = 
     return None
 
 
-def _redact(text: str, secrets: Iterable[str]) -> str:
+def redact_secrets(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every one of `secrets`, and anything shaped like an API key or a Bearer
+    token, replaced by ``[redacted]`` (for provider-supplied text that becomes a message)."""
     for secret in secrets:
         if secret:
             text = text.replace(secret, "[redacted]")
     return _SECRET_SHAPES.sub("[redacted]", text)
+
+
+_redact = redact_secrets
 
 
 def _parse(body_text: str) -> tuple[str | None, str, bool]:

@@ -201,7 +201,7 @@ class DeepSeekAdapter(LlmAdapter):
             secrets=(api_key,),
         )
         decoder = SseDecoder()
-        translator = Translator()
+        translator = Translator((api_key,))
         out: list[StreamChunk] = []
         push = translator.push
         try:

@@ -38,7 +38,7 @@ from ...vocab import (
     ToolCalls,
     UsageChunk,
 )
-from ...wire.status import http_error_code
+from ...wire.status import http_error_code, redact_secrets
 
 __all__ = ["DONE", "EMPTY_RESPONSE_MESSAGE", "Translator", "map_finish_reason"]
 
@@ -131,8 +131,8 @@ def _map_usage(u: _Usage) -> TokenUsage:
     )
 
 
-def _stream_error(err: _StreamError) -> Error:
-    message = err.message or "DeepSeek stream reported an error"
+def _stream_error(err: _StreamError, secrets: tuple[str, ...]) -> Error:
+    message = redact_secrets(err.message or "DeepSeek stream reported an error", secrets)
     detail = " ".join(str(v) for v in (err.code, err.type, err.message) if v)
     if isinstance(err.code, int) and 400 <= err.code <= 599:
         code = http_error_code(err.code, detail)
@@ -158,13 +158,18 @@ class _ToolState:
 
 
 class Translator:
-    """Per-response translation state; `push` one payload at a time until `done` is True."""
+    """Per-response translation state; `push` one payload at a time until `done` is True.
+
+    `secrets` (the request's credentials) are redacted from provider text that ends up in a
+    failure message.
+    """
 
     __slots__ = (
         "_next",
         "_order",
         "_reasoning",
         "_reasoning_index",
+        "_secrets",
         "_text",
         "_text_index",
         "_tools",
@@ -173,7 +178,8 @@ class Translator:
         "usage",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+        self._secrets = secrets
         self._next = 0
         self._order: list[tuple[str, int, _ToolState | None]] = []
         self._text: list[str] = []
@@ -198,7 +204,8 @@ class Translator:
             payload = _DECODER.decode(data)
         except msgspec.DecodeError:
             raise LlmError(
-                f"malformed SSE payload: {data[:120]}", ErrorCode.MALFORMED_RESPONSE
+                f"malformed SSE payload: {redact_secrets(data[:120], self._secrets)}",
+                ErrorCode.MALFORMED_RESPONSE,
             ) from None
         if payload.choices:
             for choice in payload.choices:
@@ -225,7 +232,7 @@ class Translator:
         if payload.error is not None:
             if self.usage is not None:
                 out.append(UsageChunk(self.usage))
-            out.append(Finish(_stream_error(payload.error)))
+            out.append(Finish(_stream_error(payload.error, self._secrets)))
             self.done = True
 
     def _open(self, kind: str, out: list[StreamChunk], tool: _ToolState | None = None) -> int:
