@@ -25,7 +25,7 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      ├── session log     SESSION_NOT_FOUND INVALID_EVENT LOG_UNAVAILABLE LOG_CORRUPT SEQ_CONFLICT
      ├── replay          REPLAY_EXHAUSTED REPLAY_MISMATCH INVALID_REPLAY_FILE
      │                   REPLAY_UNRECORDED_SESSION REPLAY_UNCONSUMED
-     ├── agent           UNKNOWN_TOOL TOOL_FAILED
+     ├── agent           UNKNOWN_TOOL TOOL_FAILED TOOL_INTERRUPTED
      └── other           INVALID_ARGS INVARIANT UNKNOWN
 
 Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT TRANSPORT.
@@ -107,6 +107,7 @@ class ErrorCode(StrEnum):
     REPLAY_UNCONSUMED = "REPLAY_UNCONSUMED"
     UNKNOWN_TOOL = "UNKNOWN_TOOL"
     TOOL_FAILED = "TOOL_FAILED"
+    TOOL_INTERRUPTED = "TOOL_INTERRUPTED"
     INVALID_ARGS = "INVALID_ARGS"
     INVARIANT = "INVARIANT"
     UNKNOWN = "UNKNOWN"

@@ -152,3 +152,51 @@ async def test_tools_several_calls_run_in_order_and_all_results_reach_the_model(
     records = of_type(await rig.log.read(SID), "tool/result")
     assert [_result_text(r) for r in records] == ["a", "b"]
     assert [m.source.kind for m in rig.adapter.requests[1].messages[-2:]] == ["tool", "tool"]
+
+
+async def test_tools_cancelled_mid_tool_leaves_no_unanswered_call_for_the_next_turn(
+    rig: Rig,
+) -> None:
+    """A turn cancelled after its assistant message committed two tool calls but before their
+    results: the next turn first answers both calls with `TOOL_INTERRUPTED` error results, so the
+    next request never carries an unanswered tool call (providers reject one)."""
+    started = asyncio.Event()
+
+    async def slow(args: dict[str, object]) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    # Two tool calls in one response: re-index the second call's blocks so they stay distinct.
+    first, second = tool_script("c1", "slow", "{}"), tool_script("c2", "slow", "{}")
+    two_calls = [*first[:-1], *(_shift(chunk, 10) for chunk in second[:-1]), first[-1]]
+    rig.adapter.queue(two_calls, text_script("ok"))
+    agent = rig.agent(tools=[Tool("slow", "s", {"type": "object"}, slow)])
+    task = asyncio.create_task(agent.run_turn(SID, "go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    result = await agent.run_turn(SID, "again")
+    assert result.reason.kind == "completed"
+    events = await rig.log.read(SID)
+    records = of_type(events, "tool/result")
+    assert [(r.call_id, r.is_error, r.error_code) for r in records] == [
+        ("c1", True, "TOOL_INTERRUPTED"),
+        ("c2", True, "TOOL_INTERRUPTED"),
+    ]
+    order = types(events)
+    assert order.index("tool/result") < order.index("turn/start", order.index("turn/end"))
+    answered = {
+        block.tool_call_id
+        for message in rig.adapter.requests[-1].messages
+        for block in message.content
+        if isinstance(block, ToolResultBlock)
+    }
+    assert answered == {"c1", "c2"}
+
+
+def _shift(chunk: object, by: int) -> object:
+    import msgspec
+
+    return msgspec.structs.replace(chunk, index=chunk.index + by)  # type: ignore[attr-defined,type-var]

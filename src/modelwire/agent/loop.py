@@ -16,6 +16,7 @@ from ..errors import ErrorCode, HarnessError, normalize_llm_failure
 from ..session.events import (
     AbortCause,
     StepEnd,
+    ToolResultRecord,
     TurnAborted,
     TurnBlocked,
     TurnCompleted,
@@ -28,12 +29,16 @@ from ..session.events import (
 )
 from ..session.log import SessionLog
 from ..vocab import CallConfig, ContentBlock, LlmFailure, Message, TextBlock, ToolSchema
-from ..vocab.messages import user_message
+from ..vocab.messages import tool_result_message, user_message
 from .hooks import AgentHooks, AgentPlugin, Block, ErrorContext, PreStepContext, TurnSignal
 from .ports import RuntimeLike
 from .request import LogView, derive_messages
 from .step import TurnCancelled, cancellation, run_step
 from .tools import Tool, tool_map
+
+_INTERRUPTED_TOOL_TEXT = (
+    "this tool call was interrupted before it produced a result; it may not have run"
+)
 
 __all__ = ["Agent", "TurnResult", "UserInput"]
 
@@ -270,14 +275,32 @@ class Agent:
                 raise
 
     async def _repair(self, sid: str, view: LogView) -> None:
-        """Close a turn left open by a process that died: `step/end`, `turn/end {interrupted}`."""
-        if view.open_turn is None:
-            return
-        facts: list[StepEnd | TurnEnd] = []
-        if view.open_step is not None:
-            facts.append(StepEnd(*view.open_step))
-        facts.append(TurnEnd(view.open_turn, TurnInterrupted()))
-        await self.log.append_many(sid, facts)
+        """Close what an earlier turn left open before a new turn starts.
+
+        Tool calls committed without a result (the process died, or the turn was cancelled,
+        between the assistant message and its tools) get an error `tool/result` with code
+        `TOOL_INTERRUPTED`, so the next request never carries an unanswered tool call (providers
+        reject that); then a turn left open by a dead process gets `step/end` and
+        `turn/end {interrupted}`.
+        """
+        facts: list[ToolResultRecord | StepEnd | TurnEnd] = [
+            ToolResultRecord(
+                turn=turn,
+                step=step,
+                call_id=call_id,
+                name=name,
+                message=tool_result_message(call_id, _INTERRUPTED_TOOL_TEXT, is_error=True),
+                is_error=True,
+                error_code=ErrorCode.TOOL_INTERRUPTED,
+            )
+            for call_id, (turn, step, name) in view.unanswered.items()
+        ]
+        if view.open_turn is not None:
+            if view.open_step is not None:
+                facts.append(StepEnd(*view.open_step))
+            facts.append(TurnEnd(view.open_turn, TurnInterrupted()))
+        if facts:
+            await self.log.append_many(sid, facts)
 
     def _notify_error(self, ctx: ErrorContext) -> None:
         for observer in tuple(self.hooks.on_error):

@@ -20,7 +20,7 @@ from ..session.events import (
     UserMessage,
 )
 from ..session.log import SessionLog
-from ..vocab import AdapterDefaults, CallConfig, Message, ToolSchema
+from ..vocab import AdapterDefaults, CallConfig, Message, ToolCallBlock, ToolSchema
 
 __all__ = [
     "LogView",
@@ -95,6 +95,7 @@ class LogView:
         "next_seq",
         "open_step",
         "open_turn",
+        "unanswered",
     )
 
     def __init__(self) -> None:
@@ -105,6 +106,9 @@ class LogView:
         self.messages: list[Message] = []
         self.open_turn: int | None = None
         self.open_step: tuple[int, int] | None = None
+        self.unanswered: dict[str, tuple[int, int, str]] = {}
+        """Tool calls of committed assistant messages without a `tool/result`: id → (turn, step,
+        name). Non-empty only after a turn was cut off between a commit and its tool results."""
 
     async def refresh(self, log: SessionLog, session_id: str) -> LogView:
         """Fold in the events appended since the last refresh (none for an unknown session)."""
@@ -123,8 +127,12 @@ class LogView:
             elif isinstance(data, AssistantMessage):
                 if data.message.content:
                     messages.append(data.message)
+                    for block in data.message.content:
+                        if isinstance(block, ToolCallBlock):
+                            self.unanswered[block.id] = (data.turn, data.step, block.name)
             elif isinstance(data, ToolResultRecord):
                 messages.append(data.message)
+                self.unanswered.pop(data.call_id, None)
             elif isinstance(data, TurnStart):
                 self.last_turn = data.turn
                 self.open_turn, self.open_step = data.turn, None
