@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from .errors import ErrorCode, HarnessError, InvalidChunkError
 from .never import assert_never
 from .vocab.blocks import ContentBlock, ReasoningBlock, TextBlock, ToolCallBlock
 from .vocab.chunks import (
@@ -98,7 +99,9 @@ class _Partial:
                 self.tool_id or f"call-{self.index}", self.name or "", self.arguments()
             )
         else:
-            raise ValueError(f'cannot assemble incomplete block of type "{block_type}"')
+            raise InvalidChunkError(
+                f'cannot assemble incomplete block of type "{block_type}"', ErrorCode.INVALID_CHUNK
+            )
         self.cached = built
         return built
 
@@ -168,7 +171,7 @@ class BlockAssembler:
                 self._finish = chunk.reason
                 self._replay_state = chunk.replay_state
             case _:
-                assert_never(chunk, "BlockAssembler.push")
+                assert_never(chunk, "BlockAssembler.push", code=ErrorCode.INVALID_CHUNK)
 
     def _all_blocks(self) -> list[ContentBlock]:
         partials = self._partials
@@ -176,8 +179,9 @@ class BlockAssembler:
         for index in self._order:
             partial = partials.get(index)
             if partial is None:
-                raise RuntimeError(
-                    f"BlockAssembler invariant violated: no partial for index {index}"
+                raise HarnessError(
+                    f"BlockAssembler invariant violated: no partial for index {index}",
+                    ErrorCode.INVARIANT,
                 )
             out.append(partial.assemble())
         return out

@@ -3,9 +3,11 @@
 Every failure modelwire reports carries a stable ``code`` (route on it, never on message text)::
 
     Exception
-     └── HarnessError                 code: str, cause: object | None
-          ├── LlmError                + status, failure: LlmFailure
-          └── (plugin errors: tool-argument errors, invariant errors, ...)
+     └── HarnessError                 code: str, cause: object | None, status, failure (None here)
+          ├── LlmError                + status: int | None, failure: LlmFailure
+          ├── InvalidChunkError       (also ValueError)     code INVALID_CHUNK
+          ├── UnreachableVariantError (also AssertionError) code INVARIANT or the caller's
+          └── (plugin errors: runtime and retry invariant errors, tool errors, ...)
 
     ErrorCode (StrEnum)
      ├── registry        NO_ADAPTER DUPLICATE_ADAPTER INVALID_ADAPTER REGISTRATION_DISPOSED
@@ -21,6 +23,7 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      │                   PI_AI_ERROR (unclassified in-stream provider error, multi-provider adapter)
      ├── transport       TRANSPORT TIMEOUT ABORTED
      ├── stream          STREAM_CLOSED MALFORMED_RESPONSE EMPTY_RESPONSE INVALID_REPLAY_STATE
+     │                   INVALID_CHUNK CONTENT_FILTER INSUFFICIENT_SYSTEM_RESOURCE
      ├── discovery       DISCOVERY_FAILED DISCOVERY_UNSUPPORTED
      ├── session log     SESSION_NOT_FOUND INVALID_EVENT LOG_UNAVAILABLE LOG_CORRUPT SEQ_CONFLICT
      ├── replay          REPLAY_EXHAUSTED REPLAY_MISMATCH INVALID_REPLAY_FILE
@@ -44,7 +47,9 @@ __all__ = [
     "DEFAULT_RETRYABLE_CODES",
     "ErrorCode",
     "HarnessError",
+    "InvalidChunkError",
     "LlmError",
+    "UnreachableVariantError",
     "error_chain",
     "is_context_window_exceeded_error",
     "is_harness_error",
@@ -93,6 +98,9 @@ class ErrorCode(StrEnum):
     MALFORMED_RESPONSE = "MALFORMED_RESPONSE"
     EMPTY_RESPONSE = "EMPTY_RESPONSE"
     INVALID_REPLAY_STATE = "INVALID_REPLAY_STATE"
+    INVALID_CHUNK = "INVALID_CHUNK"
+    CONTENT_FILTER = "CONTENT_FILTER"
+    INSUFFICIENT_SYSTEM_RESOURCE = "INSUFFICIENT_SYSTEM_RESOURCE"
     DISCOVERY_FAILED = "DISCOVERY_FAILED"
     DISCOVERY_UNSUPPORTED = "DISCOVERY_UNSUPPORTED"
     SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
@@ -131,7 +139,13 @@ _MAX_SAFE_INT: Final = 2**53 - 1
 
 
 class HarnessError(Exception):
-    """Base of every modelwire error: human `message`, stable `code`, optional chained `cause`."""
+    """Base of every modelwire error: human `message`, stable `code`, optional chained `cause`.
+
+    `status` and `failure` are None here; `LlmError` fills them for model-call failures.
+    """
+
+    status: int | None = None
+    failure: LlmFailure | None = None
 
     def __init__(self, message: str, code: str, *, cause: object = None) -> None:
         super().__init__(message)
@@ -148,6 +162,14 @@ class HarnessError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class InvalidChunkError(HarnessError, ValueError):
+    """A chunk sequence the assembler cannot turn into blocks (code `INVALID_CHUNK`)."""
+
+
+class UnreachableVariantError(HarnessError, AssertionError):
+    """A value that no branch of an exhaustive match over a closed union handles."""
 
 
 def is_harness_error(value: object) -> bool:

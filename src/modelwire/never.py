@@ -7,6 +7,8 @@ from typing import NoReturn
 
 import msgspec
 
+from .errors import ErrorCode, UnreachableVariantError
+
 __all__ = ["assert_never", "render_compact"]
 
 
@@ -22,11 +24,14 @@ def render_compact(value: object) -> str:
         return str(value)
 
 
-def assert_never(value: object, context: str | None = None) -> NoReturn:
-    """Raise for a value no branch of a closed union handles.
+def assert_never(
+    value: object, context: str | None = None, *, code: str = ErrorCode.INVARIANT
+) -> NoReturn:
+    """Raise `UnreachableVariantError` (an `AssertionError` and a `HarnessError` with `code`) for
+    a value no branch of a closed union handles.
 
     The message is `unreachable variant` plus ` in <context>` when a non-empty context is given,
     then `: ` and the compact JSON rendering of the value.
     """
     where = f" in {context}" if context else ""
-    raise AssertionError(f"unreachable variant{where}: {render_compact(value)}")
+    raise UnreachableVariantError(f"unreachable variant{where}: {render_compact(value)}", code)

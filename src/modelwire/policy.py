@@ -86,11 +86,20 @@ def resolve_retry_policy(
     if mode not in ("normal", "always"):
         raise _fail(f'{path}.mode must be "normal" or "always"')
     for key in config:
-        if key not in _KEYS:
+        if key not in _KEYS and key not in _BACKOFF_KEYS:
             raise _fail(f'{path}: unknown key "{key}"')
+    flat = {key: config[key] for key in config if key in _BACKOFF_KEYS}
+    if flat and config.get("backoff") is not None:
+        raise _fail(
+            f"{path}: give the backoff fields either flat ({', '.join(flat)}) or under "
+            '"backoff", not both'
+        )
+    backoff_config, backoff_path = (
+        (flat, path) if flat else (config.get("backoff"), f"{path}.backoff")
+    )
     if mode == "always":
         # Retained normal-mode keys are tolerated and ignored (not validated) in always mode.
-        return AlwaysRetryPolicy(**_resolve_backoff(config.get("backoff"), f"{path}.backoff"))
+        return AlwaysRetryPolicy(**_resolve_backoff(backoff_config, backoff_path))
     max_retries = config.get("max_retries")
     if max_retries is None:
         max_retries = DEFAULT_MAX_RETRIES
@@ -115,11 +124,13 @@ def resolve_retry_policy(
         if len(set(codes_raw)) != len(codes_raw):
             raise _fail(f"{path}.retryable_codes must not contain duplicates")
         codes = tuple(str(c) for c in codes_raw)
-    # Reject codes outside the table unless they are HTTP_<n> spellings or plugin codes in CAPS.
     for code in codes:
-        if not _CODE_SHAPE(code):
-            raise _fail(f'{path}.retryable_codes contains an unknown code "{code}"')
-    backoff = _resolve_backoff(config.get("backoff"), f"{path}.backoff")
+        if not _is_known_code(code):
+            raise _fail(
+                f'{path}.retryable_codes contains an unknown code "{code}" (use a code of '
+                "modelwire.ErrorCode or HTTP_<status>)"
+            )
+    backoff = _resolve_backoff(backoff_config, backoff_path)
     return NormalRetryPolicy(
         max_retries=int(max_retries),
         retryable_codes=codes,
@@ -127,15 +138,12 @@ def resolve_retry_policy(
     )
 
 
-def _code_shape(code: str) -> bool:
+def _is_known_code(code: str) -> bool:
+    """A code of the table, or `HTTP_<status>` for a status in 100..599."""
     if code in ErrorCode.__members__:
         return True
-    if code.startswith("HTTP_") and code[5:].isdigit():
-        return True
-    return code.isupper() and code.replace("_", "").isalnum()
-
-
-_CODE_SHAPE: Final[Callable[[str], bool]] = _code_shape
+    digits = code[5:]
+    return code.startswith("HTTP_") and digits.isdigit() and 100 <= int(digits) <= 599
 
 
 def _number(config: Mapping[str, object], key: str, default: float) -> float | None:

@@ -28,6 +28,7 @@ from modelwire import (
     ToolCalls,
     UsageChunk,
 )
+from modelwire.errors import ErrorCode, HarnessError
 from modelwire.never import assert_never
 
 RESPONSE = {"response_id": "resp-1"}
@@ -91,8 +92,11 @@ def test_asm_05_one_index_reuses_its_partial() -> None:
 
 def test_asm_06_open_unknown_type_raises() -> None:
     asm = assemble(BlockStart(0, "video"))
-    with pytest.raises(ValueError, match='cannot assemble incomplete block of type "video"'):
+    with pytest.raises(
+        ValueError, match='cannot assemble incomplete block of type "video"'
+    ) as info:
         asm.blocks()
+    assert isinstance(info.value, HarnessError) and info.value.code == ErrorCode.INVALID_CHUNK
     with pytest.raises(ValueError, match="video"):
         asm.message()
 
@@ -101,9 +105,10 @@ def test_asm_07_invariant_violation_raises() -> None:
     asm = assemble(TextDelta(0, "x"))
     asm._order.append(7)  # corrupt the internals on purpose
     with pytest.raises(
-        RuntimeError, match="BlockAssembler invariant violated: no partial for index 7"
-    ):
+        HarnessError, match="BlockAssembler invariant violated: no partial for index 7"
+    ) as info:
         asm.blocks()
+    assert info.value.code == ErrorCode.INVARIANT
 
 
 def test_asm_08_duplicate_block_start_is_ignored() -> None:
@@ -212,6 +217,7 @@ def test_asm_18_unknown_chunk_raises() -> None:
     assert str(info.value) == (
         'unreachable variant in BlockAssembler.push: {"type":"rogue-chunk","index":0}'
     )
+    assert isinstance(info.value, HarnessError) and info.value.code == ErrorCode.INVALID_CHUNK
     with pytest.raises(AssertionError, match=r"unreachable variant in BlockAssembler\.push"):
         asm.push({"type": "rogue-chunk"})  # type: ignore[arg-type]
 

@@ -36,7 +36,9 @@ def test_rp_01_omitted_config_gives_the_frozen_default() -> None:
 
 
 def test_rp_02_normal_config_resolves_and_is_detached() -> None:
-    codes = ["BUSY"]
+    # Upstream uses the test-only code BUSY; modelwire refuses codes outside its table (issue 5),
+    # so a real non-default code proves the same pass-through and detachment.
+    codes = ["QUOTA"]
     policy = resolve_retry_policy(
         {
             "mode": "normal",
@@ -48,14 +50,47 @@ def test_rp_02_normal_config_resolves_and_is_detached() -> None:
     )
     assert policy == NormalRetryPolicy(
         max_retries=4,
-        retryable_codes=("BUSY",),
+        retryable_codes=("QUOTA",),
         initial_delay_ms=25,
         max_delay_ms=100,
         jitter_ratio=0,
     )
-    codes.append("LATE")
+    codes.append("AUTH")
     assert isinstance(policy, NormalRetryPolicy)
-    assert policy.retryable_codes == ("BUSY",)
+    assert policy.retryable_codes == ("QUOTA",)
+
+
+def test_rp_flat_backoff_keys_resolve_like_the_nested_form() -> None:
+    """DESIGN §2: the backoff fields may be given flat beside `mode`; mixing both forms is refused."""
+    flat = resolve_retry_policy(
+        {"mode": "normal", "initial_delay_ms": 25, "max_delay_ms": 100, "jitter_ratio": 0}, PATH
+    )
+    nested = resolve_retry_policy(
+        {
+            "mode": "normal",
+            "backoff": {"initial_delay_ms": 25, "max_delay_ms": 100, "jitter_ratio": 0},
+        },
+        PATH,
+    )
+    assert flat == nested
+    with pytest.raises(HarnessError, match=f"^{PATH}: give the backoff fields either flat"):
+        resolve_retry_policy(
+            {"mode": "always", "max_delay_ms": 100, "backoff": {"initial_delay_ms": 1}}, PATH
+        )
+    with pytest.raises(HarnessError, match=rf"^{PATH}\.initial_delay_ms must be a positive"):
+        resolve_retry_policy({"mode": "always", "initial_delay_ms": -1}, PATH)
+
+
+@pytest.mark.parametrize("code", ["HTTP_429", "CONTENT_FILTER", "INSUFFICIENT_SYSTEM_RESOURCE"])
+def test_rp_known_codes_beyond_the_defaults_are_accepted(code: str) -> None:
+    policy = resolve_retry_policy({"mode": "normal", "retryable_codes": [code]}, PATH)
+    assert isinstance(policy, NormalRetryPolicy) and policy.retryable_codes == (code,)
+
+
+@pytest.mark.parametrize("code", ["BUSY", "HTTP_99", "HTTP_600", "http_500", "rate_limit"])
+def test_rp_unknown_codes_are_refused_naming_the_code(code: str) -> None:
+    with pytest.raises(HarnessError, match=f'retryable_codes contains an unknown code "{code}"'):
+        resolve_retry_policy({"mode": "normal", "retryable_codes": [code]}, PATH)
 
 
 def test_rp_03_always_mode_resolves_to_backoff_only() -> None:

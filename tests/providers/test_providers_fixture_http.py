@@ -15,7 +15,7 @@ from modelwire.vocab import GenerateOptions, StreamChunk, user_message
 
 APIS = ("openai-completions", "openai-responses", "anthropic-messages")
 CASES = [
-    pytest.param(api, *case.values, id=f"{api}-{case.id}")
+    pytest.param(api, *case.values, id=f"{api}-{case.id}", marks=case.marks)
     for api in APIS
     for case in fixture_cases(api)
 ]

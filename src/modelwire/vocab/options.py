@@ -36,7 +36,7 @@ class ToolSchema(msgspec.Struct, frozen=True):
         msgspec.structs.force_setattr(self, "parameters", freeze_json(self.parameters))
 
 
-class CallConfig(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+class CallConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     """The conversation-level header of a call: route, model, effort and sampling."""
 
     provider: str
@@ -58,7 +58,7 @@ class AdapterDefaults(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=T
     max_tokens: bool = False
 
 
-class GenerateOptions(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
+class GenerateOptions(msgspec.Struct, frozen=True, omit_defaults=True):
     """One fully assembled model request; immutable (derive variants with `msgspec.structs.replace`)."""
 
     provider: str
