@@ -104,11 +104,11 @@ class Agent:
 
     def __init__(
         self,
-        *,
         runtime: RuntimeLike,
         log: SessionLog,
         provider: str,
         model: str,
+        *,
         system: str | None = None,
         tools: Iterable[Tool] = (),
         plugins: Iterable[AgentPlugin] = (),

@@ -37,17 +37,22 @@ _BLOCK_TYPES = (TextBlock, ReasoningBlock, ImageBlock, ToolCallBlock, ToolResult
 
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """A named tool: description and JSON-schema `parameters` go to the model, `fn` runs the call."""
+    """A named tool: description and parameters JSON schema go to the model, `fn` runs the call."""
 
     name: str
     description: str
-    parameters: Mapping[str, JsonValue]
+    parameters_json_schema: Mapping[str, JsonValue]
     fn: ToolFn = field(compare=False)
+
+    @property
+    def parameters(self) -> Mapping[str, JsonValue]:
+        """The parameters JSON schema (alias of `parameters_json_schema`)."""
+        return self.parameters_json_schema
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise HarnessError("tool name must be a non-empty string", ErrorCode.INVALID_CONFIG)
-        if not isinstance(self.parameters, Mapping):
+        if not isinstance(self.parameters_json_schema, Mapping):
             raise HarnessError(
                 f"tool {self.name!r}: parameters must be a JSON-schema object",
                 ErrorCode.INVALID_CONFIG,
@@ -58,7 +63,7 @@ class Tool:
     @property
     def schema(self) -> ToolSchema:
         """The provider-neutral schema sent with requests (parameters deep-frozen)."""
-        return ToolSchema(self.name, self.description, freeze_json(self.parameters))
+        return ToolSchema(self.name, self.description, freeze_json(self.parameters_json_schema))
 
 
 @dataclass(frozen=True, slots=True)
