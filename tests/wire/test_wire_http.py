@@ -45,7 +45,7 @@ async def test_b10_refused_connection_is_transport_before_headers() -> None:
     with pytest.raises(LlmError) as info:
         await drain("http://127.0.0.1:1")
     assert info.value.code == "TRANSPORT"
-    assert info.value.message == "Acme API request to http://127.0.0.1:1 failed"
+    assert info.value.message == "Acme API request to http://127.0.0.1:1 failed: connection refused"
     assert isinstance(info.value.__cause__, (aiohttp.ClientError, OSError))
 
 
@@ -59,7 +59,7 @@ async def test_b44_socket_drop_mid_body_is_transport_stream_failure(raw_server: 
     with pytest.raises(LlmError) as info:
         await drain(srv.url)
     assert info.value.code == "TRANSPORT"
-    assert info.value.message == f"Acme API stream from {srv.url} failed"
+    assert info.value.message.startswith(f"Acme API stream from {srv.url} failed: ")
 
 
 async def test_b40_idle_body_times_out_and_transfer_is_aborted(raw_server: MakeServer) -> None:

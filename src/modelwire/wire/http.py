@@ -3,8 +3,9 @@ POST that maps every transport failure to `LlmError`.
 
 `stream_post` sends one JSON body and yields the response body in reads as they arrive, each
 read (and the request up to its headers) guarded by the idle watchdog. Failures never leak an
-aiohttp type: before headers ``TRANSPORT`` "<provider> API request to <endpoint> failed", after
-headers ``TRANSPORT`` "<provider> API stream from <endpoint> failed", watchdog expiry ``TIMEOUT``,
+aiohttp type: before headers ``TRANSPORT`` "<provider> API request to <endpoint> failed: <reason>",
+after headers ``TRANSPORT`` "<provider> API stream from <endpoint> failed: <reason>" (the reason
+from `transport_reason`: refused, DNS, TLS, reset, cut off, ...), watchdog expiry ``TIMEOUT``,
 a non-2xx status the `failure_for_status` error (reading at most 1 MiB of the error body), a 2xx
 without a body ``EMPTY_RESPONSE``. Caller cancellation stays `asyncio.CancelledError`. The
 connection is returned to the pool only after a body was read to its end; on every other path
@@ -26,7 +27,13 @@ from .credentials import credential_values
 from .status import failure_for_status
 from .watchdog import IdleWatchdog
 
-__all__ = ["MAX_ERROR_BODY_BYTES", "close_sessions", "get_session", "stream_post"]
+__all__ = [
+    "MAX_ERROR_BODY_BYTES",
+    "close_sessions",
+    "get_session",
+    "stream_post",
+    "transport_reason",
+]
 
 MAX_ERROR_BODY_BYTES: Final = 1 << 20
 """At most this many bytes of a non-2xx body are read (1 MiB)."""
@@ -88,6 +95,29 @@ async def close_sessions() -> None:
             await session.close()
 
 
+def transport_reason(exc: BaseException) -> str:
+    """A short, library-neutral reason for a transport failure (no exception type names)."""
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return "could not resolve the host"
+    if isinstance(exc, (aiohttp.ClientConnectorCertificateError, aiohttp.ClientSSLError)):
+        return "TLS handshake failed"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        if isinstance(exc.os_error, ConnectionRefusedError):
+            return "connection refused"
+        return "could not connect"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return "the response body was cut off"
+    if isinstance(exc, ConnectionResetError):
+        return "the connection was reset"
+    if isinstance(exc, aiohttp.InvalidURL):
+        return "the URL is not valid"
+    if isinstance(exc, OSError):
+        return "network error"
+    return "connection failed"
+
+
 async def _read_error_body(response: aiohttp.ClientResponse, watchdog: IdleWatchdog) -> str:
     parts: list[bytes] = []
     remaining = MAX_ERROR_BODY_BYTES
@@ -130,7 +160,9 @@ async def stream_post(
         raise
     except _TRANSPORT_ERRORS as exc:
         raise LlmError(
-            f"{provider} API request to {endpoint} failed", ErrorCode.TRANSPORT, cause=exc
+            f"{provider} API request to {endpoint} failed: {transport_reason(exc)}",
+            ErrorCode.TRANSPORT,
+            cause=exc,
         ) from exc
     clean = False
     try:
@@ -157,7 +189,9 @@ async def stream_post(
                 raise
             except _TRANSPORT_ERRORS as exc:
                 raise LlmError(
-                    f"{provider} API stream from {endpoint} failed", ErrorCode.TRANSPORT, cause=exc
+                    f"{provider} API stream from {endpoint} failed: {transport_reason(exc)}",
+                    ErrorCode.TRANSPORT,
+                    cause=exc,
                 ) from exc
             if not data:
                 clean = True
