@@ -407,10 +407,15 @@ async def test_g4_28_rejected_http_call_chains_original_cause() -> None:
 
 
 async def test_g4_29_malformed_endpoint_keeps_cause_and_endpoint_in_message() -> None:
+    # modelwire refuses a malformed endpoint when the adapter is configured, naming the field...
+    with pytest.raises(LlmError) as bad:
+        make_adapter(base_url="http://127.0.0.1:99999")
+    assert bad.value.code == "INVALID_CONFIG" and "base_url" in bad.value.message
+    # ...and a transport rejection keeps its cause and the endpoint in the message.
     with pytest.raises(LlmError) as info:
-        await collect(make_adapter(base_url="http://127.0.0.1:99999").stream(options()))
+        await collect(make_adapter(base_url="http://127.0.0.1:1").stream(options()))
     assert info.value.code == "TRANSPORT"
-    assert "http://127.0.0.1:99999" in info.value.message and info.value.cause is not None
+    assert "http://127.0.0.1:1" in info.value.message and info.value.cause is not None
 
 
 async def test_g4_30_idle_body_times_out_and_is_aborted(server: Server) -> None:

@@ -23,6 +23,7 @@ from ...vocab import (
     ReasoningEffortInfo,
     ResolvedModelInfo,
 )
+from ...wire.urls import http_url_problem
 from ...wire.watchdog import MAX_IDLE_TIMEOUT_MS
 
 __all__ = [
@@ -220,8 +221,11 @@ def resolve_deepseek_config(
     if base_url is None:
         source = launch_env if launch_env is not None else (env if env is not None else os.environ)
         base_url = source.get("DEEPSEEK_BASE_URL") or DEFAULT_BASE_URL
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+    if not isinstance(base_url, str):
         raise _fail("base_url must be an http:// or https:// URL")
+    problem = http_url_problem(base_url)
+    if problem is not None:
+        raise _fail(f"base_url {problem}")
     if not _positive_int(max_tokens):
         raise _fail("max_tokens must be a positive safe integer")
     if not _positive_int(default_context_window):

@@ -21,6 +21,7 @@ import yaml
 
 from ...errors import ErrorCode, HarnessError
 from ...policy import RetryPolicy, resolve_retry_policy
+from ...wire.urls import http_url_problem
 from .compat import LEVELS, MODALITIES, PROTOCOLS
 from .materialize import ModelDescriptor, materialize_models
 
@@ -139,6 +140,8 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
     base_url = _string(route, raw, "base_url")
     if base_url == "":
         raise _fail(route, f"has an empty baseURL (providers.{route}.base_url)")
+    if base_url is not None and (problem := http_url_problem(base_url)) is not None:
+        raise _fail(route, f"base_url {problem} (providers.{route}.base_url)")
     display_name = _string(route, raw, "display_name")
     if display_name == "":
         raise _fail(route, f"has an empty displayName (providers.{route}.display_name)")
