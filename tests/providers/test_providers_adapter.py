@@ -379,7 +379,7 @@ async def test_mp_17_185_188_191_register_and_update_config() -> None:
     )
     cfg = {"providers": {"openai": {}, "anthropic": {}}}
     assert adapter.update_config(cfg) is True
-    assert [p.id for p in runtime.list_providers()] == ["anthropic", "openai"]
+    assert [p.id for p in runtime.list_providers()] == ["openai", "anthropic"]  # config order
     assert adapter.update_config({"providers": {"anthropic": {}, "openai": {}}}) is False  # reorder
     always = {"mode": "always"}
     assert (

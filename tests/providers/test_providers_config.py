@@ -7,11 +7,12 @@ from typing import Any
 
 import pytest
 
-from modelwire.adapters.providers import ProvidersAdapter, load_config_file, resolve_profiles
+from modelwire.adapters.providers import ProvidersAdapter, load_config_file
 from modelwire.adapters.providers.config import (
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_MAX_REQUEST_IMAGE_BYTES,
     DEFAULT_MAX_TOKENS,
+    resolve_profiles,
 )
 from modelwire.errors import HarnessError
 from modelwire.policy import AlwaysRetryPolicy, NormalRetryPolicy

@@ -8,7 +8,8 @@ import msgspec
 import pytest
 from providers_fixtures import TEXT_EVENTS, MockServer, Reply
 
-from modelwire.adapters.providers import ProvidersAdapter, resolve_profiles
+from modelwire.adapters.providers import ProvidersAdapter
+from modelwire.adapters.providers.config import resolve_profiles
 from modelwire.adapters.providers.context import (
     NAssistant,
     NText,

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from .adapter import ProvidersAdapter
 from .compat import PROTOCOLS
-from .config import load_config_file, resolve_profiles
+from .config import load_config_file
 
 __all__ = [
     "PROTOCOLS",
     "ProvidersAdapter",
     "load_config_file",
-    "resolve_profiles",
     "supported_protocols",
 ]
 

@@ -122,6 +122,16 @@ class ProvidersAdapter(LlmAdapter):
         """The routes of the current snapshot, sorted."""
         return self._snapshot.routes
 
+    @property
+    def read_image(self) -> ImageLoader | None:
+        """The image-attachment loader, looked up per request (so one mounted after the adapter
+        is used by the next request); None makes images `UNSUPPORTED_CONTENT`."""
+        return self._read_image
+
+    @read_image.setter
+    def read_image(self, loader: ImageLoader | None) -> None:
+        self._read_image = loader
+
     def register(self, runtime: _Runtime) -> Any:
         """Register every route at once on `runtime` and the configurable-provider directory.
 
@@ -135,7 +145,7 @@ class ProvidersAdapter(LlmAdapter):
         )
         self._facts = registration_facts(self._snapshot)
         if self.routes:
-            self._registration = runtime.register_adapter(self.routes, self)
+            self._registration = runtime.register_adapter(self._snapshot.config_order, self)
         return self._registration
 
     def unregister(self) -> None:
@@ -156,18 +166,24 @@ class ProvidersAdapter(LlmAdapter):
         self._snapshot = new
         if self._runtime is None or facts == self._facts:
             return False
+        directory = self._directory
         try:
-            if self._registration is None:
-                if new.routes:
-                    self._registration = self._runtime.register_adapter(new.routes, self)
-            else:
-                self._registration.replace(new.routes)
+            if directory is not None:  # validated whole first: a collision changes nothing
+                directory.replace(directory_entries(new))
+            try:
+                if self._registration is None:
+                    if new.routes:
+                        self._registration = self._runtime.register_adapter(new.config_order, self)
+                else:
+                    self._registration.replace(new.config_order)
+            except BaseException:
+                if directory is not None:
+                    directory.replace(directory_entries(old))
+                raise
         except BaseException:
             self._snapshot = old
             raise
         self._facts = facts
-        if self._directory is not None:
-            self._directory.replace(directory_entries(new))
         return True
 
     async def discover_models(self, request: ModelDiscoveryRequest) -> list[DiscoveredModel]:

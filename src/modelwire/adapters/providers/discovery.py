@@ -55,12 +55,14 @@ def _positive(row: Mapping[str, Any], *keys: str) -> int | None:
 
 def _rows(data: list[Any]) -> list[DiscoveredModel]:
     out = []
+    seen: set[str] = set()
     for row in data:
         if not isinstance(row, dict):
             continue
         mid = row.get("id")
-        if not isinstance(mid, str) or not mid:
-            continue
+        if not isinstance(mid, str) or not mid or mid in seen:
+            continue  # unusable row, or a duplicate id (the first one wins)
+        seen.add(mid)
         name = next(
             (v for v in (row.get("name"), row.get("display_name")) if isinstance(v, str) and v),
             None,

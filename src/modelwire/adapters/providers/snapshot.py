@@ -31,6 +31,11 @@ class Snapshot(msgspec.Struct, frozen=True):
         """The routes of this snapshot, sorted."""
         return sorted(self.profiles)
 
+    @property
+    def config_order(self) -> list[str]:
+        """The routes in the order the configuration wrote them (the registration order)."""
+        return list(self.profiles)
+
 
 def registration_facts(snapshot: Snapshot) -> tuple[tuple[str, str, str], ...]:
     """(route, display name, retry-policy key) per route, sorted by route; equal facts need no

@@ -12,20 +12,10 @@ from typing import Final
 
 import msgspec
 
-from ....errors import ErrorCode, LlmError
-from ....vocab import (
-    BlockEnd,
-    BlockStart,
-    ReasoningBlock,
-    ReasoningDelta,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    ToolCallDelta,
-)
+from ....errors import ErrorCode
+from ....vocab import StreamChunk
 from ....wire.sse import SseEvent
-from .common import BlockRecord, ResponseRecord, StopReason, finish_chunks
+from .common import BlockRecord, ResponseRecord, StopReason, end_stream, malformed_event
 
 __all__ = ["REDACTED_THINKING_TEXT", "AnthropicTranslator", "anthropic_error_code"]
 
@@ -133,11 +123,7 @@ class AnthropicTranslator:
             if event.event == "error":
                 self._fail(data, None)
                 return
-            raise LlmError(
-                f"{self._record.provider}: malformed Anthropic stream event",
-                ErrorCode.MALFORMED_RESPONSE,
-                cause=exc,
-            ) from exc
+            raise malformed_event(self._record, "Anthropic", exc) from exc
         kind = ev.type or event.event or ""
         record = self._record
         if kind == "content_block_delta":
@@ -147,16 +133,11 @@ class AnthropicTranslator:
                 return
             dtype = delta.type
             if dtype == "text_delta" and delta.text is not None and block.kind == "text":
-                block.parts.append(delta.text)
-                out.append(TextDelta(block.index, delta.text))
+                block.text_delta(delta.text, out)
             elif dtype == "thinking_delta" and delta.thinking is not None:
-                block.parts.append(delta.thinking)
-                out.append(ReasoningDelta(block.index, delta.thinking))
+                block.reasoning_delta(delta.thinking, out)
             elif dtype == "input_json_delta" and delta.partial_json is not None:
-                block.parts.append(delta.partial_json)
-                out.append(
-                    ToolCallDelta(block.index, block.id, delta.partial_json, block.name or None)
-                )
+                block.arguments_delta(delta.partial_json, out)
             elif dtype == "signature_delta" and delta.signature is not None:
                 block.signature = (block.signature or "") + delta.signature
         elif kind == "content_block_start":
@@ -164,8 +145,7 @@ class AnthropicTranslator:
         elif kind == "content_block_stop":
             block = self._by_index.get(ev.index if ev.index is not None else -1)
             if block is not None and not block.closed:
-                block.closed = True
-                out.append(BlockEnd(block.index, _final(block)))
+                block.close(out)
         elif kind == "message_start":
             message = ev.message
             if message is not None:
@@ -199,28 +179,20 @@ class AnthropicTranslator:
         record = self._record
         btype = cb.type
         if btype == "text":
-            block = BlockRecord(len(record.blocks), "text")
+            block = record.open_block("text", out)
         elif btype == "thinking":
-            block = BlockRecord(len(record.blocks), "reasoning")
+            block = record.open_block("reasoning", out)
             block.signature = ""
         elif btype == "redacted_thinking":
-            block = BlockRecord(len(record.blocks), "reasoning")
+            block = record.open_block("reasoning", out)
             block.signature = cb.data or ""
             block.redacted = True
-            block.parts.append(REDACTED_THINKING_TEXT)
+            block.reasoning_delta(REDACTED_THINKING_TEXT, out)
         elif btype == "tool_use":
-            block = BlockRecord(len(record.blocks), "tool-call")
-            block.id = cb.id or ""
-            block.name = cb.name or ""
+            block = record.open_tool_call(cb.id or "", cb.name or "", out)
         else:
             return  # server tools, tool results, compaction and other non-client blocks
-        record.blocks.append(block)
         self._by_index[ev.index] = block
-        out.append(BlockStart(block.index, block.kind))
-        if block.redacted:
-            out.append(ReasoningDelta(block.index, REDACTED_THINKING_TEXT))
-        elif block.kind == "tool-call":
-            out.append(ToolCallDelta(block.index, block.id, "", block.name or None))
 
     def _stop(self, reason: str) -> None:
         record = self._record
@@ -255,17 +227,4 @@ class AnthropicTranslator:
 
     def end(self, out: list[StreamChunk]) -> None:
         """The stream ended: usage and finish (an error when `message_stop` never came)."""
-        record = self._record
-        if not self._done and record.stop_reason != "error":
-            record.stop_reason = "error"
-            record.error_message = "Anthropic stream ended before message_stop"
-        finish_chunks(record, out)
-
-
-def _final(block: BlockRecord) -> TextBlock | ReasoningBlock | ToolCallBlock:
-    text = "".join(block.parts)
-    if block.kind == "text":
-        return TextBlock(text)
-    if block.kind == "reasoning":
-        return ReasoningBlock(text)
-    return ToolCallBlock(block.id, block.name, text or "{}")
+        end_stream(self._record, self._done, "Anthropic stream ended before message_stop", out)

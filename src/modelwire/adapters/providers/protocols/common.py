@@ -1,23 +1,37 @@
-"""What the three protocol translators share: the response record, stop mapping, error text
-classification, usage and the v2 replay envelope written on `finish`."""
+"""What the three protocol translators share: the response record and its block bookkeeping
+(open, delta, close), stop mapping, error text classification, usage and the v2 replay envelope
+written on `finish`."""
 
 from __future__ import annotations
 
 import re
 from typing import Final, Literal, TypeAlias
 
-from ....errors import ErrorCode, is_context_window_exceeded_error, is_quota_exceeded_error
+from ....errors import (
+    ErrorCode,
+    LlmError,
+    is_context_window_exceeded_error,
+    is_quota_exceeded_error,
+)
 from ....vocab import (
     Aborted,
+    BlockEnd,
+    BlockStart,
     Error,
     Finish,
     FinishReason,
     LlmFailure,
     MaxTokens,
+    ReasoningBlock,
+    ReasoningDelta,
     ReplayEnvelope,
     Stop,
     StreamChunk,
+    TextBlock,
+    TextDelta,
     TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
     ToolCalls,
     UsageChunk,
 )
@@ -28,8 +42,10 @@ __all__ = [
     "ResponseRecord",
     "StopReason",
     "classify_error_text",
+    "end_stream",
     "finish_chunks",
     "is_overflow_text",
+    "malformed_event",
 ]
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
@@ -54,6 +70,39 @@ class BlockRecord:
         self.id = ""
         self.name = ""
         self.closed = False
+
+    def text_delta(self, piece: str, out: list[StreamChunk]) -> None:
+        """Accumulate `piece` and emit it as a `text-delta`."""
+        self.parts.append(piece)
+        out.append(TextDelta(self.index, piece))
+
+    def reasoning_delta(self, piece: str, out: list[StreamChunk]) -> None:
+        """Accumulate `piece` and emit it as a `reasoning-delta`."""
+        self.parts.append(piece)
+        out.append(ReasoningDelta(self.index, piece))
+
+    def arguments_delta(self, piece: str, out: list[StreamChunk]) -> None:
+        """Accumulate a tool-argument fragment and emit it (with the call's id and name)."""
+        self.parts.append(piece)
+        out.append(ToolCallDelta(self.index, self.id, piece, self.name or None))
+
+    def final(self) -> TextBlock | ReasoningBlock | ToolCallBlock:
+        """The finished block from the accumulated parts (tool arguments default to `{}`)."""
+        text = "".join(self.parts)
+        if self.kind == "text":
+            return TextBlock(text)
+        if self.kind == "reasoning":
+            return ReasoningBlock(text)
+        return ToolCallBlock(self.id, self.name, text or "{}")
+
+    def close(
+        self,
+        out: list[StreamChunk],
+        block: TextBlock | ReasoningBlock | ToolCallBlock | None = None,
+    ) -> None:
+        """Mark the block closed and emit its `block-end` (`block`, else the accumulated one)."""
+        self.closed = True
+        out.append(BlockEnd(self.index, self.final() if block is None else block))
 
     def replay_entry(self) -> dict[str, object]:
         """The per-block replay entry (`type` plus the signature field of its kind)."""
@@ -122,6 +171,35 @@ class ResponseRecord:
         self.error_code: str | None = None
         self.response_id: str | None = None
         self.response_model: str | None = None
+
+    def open_block(self, kind: str, out: list[StreamChunk]) -> BlockRecord:
+        """Append a block of `kind` (`text`, `reasoning`) at the next index; emit `block-start`."""
+        block = BlockRecord(len(self.blocks), kind)
+        self.blocks.append(block)
+        out.append(BlockStart(block.index, kind))
+        return block
+
+    def open_tool_call(
+        self, call_id: str, name: str, out: list[StreamChunk], arguments: str = ""
+    ) -> BlockRecord:
+        """Open a tool-call block and emit its start plus a first delta naming the call."""
+        block = BlockRecord(len(self.blocks), "tool-call")
+        block.id = call_id
+        block.name = name
+        self.blocks.append(block)
+        out.append(BlockStart(block.index, "tool-call"))
+        block.arguments_delta(arguments, out)
+        return block
+
+    def openai_usage(
+        self, prompt: int, cached: int, cache_write: int, output: int, reasoning: int | None
+    ) -> None:
+        """Set usage from OpenAI-style totals: cache reads and writes leave the input bucket."""
+        self.input = max(0, prompt - cached - cache_write)
+        self.cache_read = cached
+        self.cache_write = cache_write
+        self.output = output
+        self.reasoning = reasoning
 
     def usage(self) -> TokenUsage:
         """Usage in disjoint buckets; cache fields only when non-zero."""
@@ -254,6 +332,27 @@ def _reason(record: ResponseRecord) -> FinishReason:
         return Aborted(LlmFailure(text or "pi-ai stream aborted", ErrorCode.ABORTED))
     message = text or "pi-ai stream error"
     return Error(LlmFailure(message, record.error_code or classify_error_text(message)))
+
+
+def malformed_event(record: ResponseRecord, protocol: str, exc: Exception) -> LlmError:
+    """The `MALFORMED_RESPONSE` error for a stream event of `protocol` that does not decode."""
+    return LlmError(
+        f"{record.provider}: malformed {protocol} stream event",
+        ErrorCode.MALFORMED_RESPONSE,
+        cause=exc,
+    )
+
+
+def end_stream(
+    record: ResponseRecord, complete: bool, unterminated: str, out: list[StreamChunk]
+) -> None:
+    """Close the response: a stream that ended before its protocol's end marker (`complete`
+    False) and carries no error yet fails with `unterminated` (a TRANSPORT text); then usage and
+    finish."""
+    if not complete and record.stop_reason != "error":
+        record.stop_reason = "error"
+        record.error_message = unterminated
+    finish_chunks(record, out)
 
 
 def finish_chunks(record: ResponseRecord, out: list[StreamChunk]) -> None:

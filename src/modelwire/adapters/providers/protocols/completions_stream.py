@@ -10,20 +10,9 @@ from typing import Final
 
 import msgspec
 
-from ....errors import ErrorCode, LlmError
-from ....vocab import (
-    BlockEnd,
-    BlockStart,
-    ReasoningBlock,
-    ReasoningDelta,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    ToolCallDelta,
-)
+from ....vocab import StreamChunk
 from ....wire.sse import SseEvent
-from .common import BlockRecord, ResponseRecord, StopReason, finish_chunks
+from .common import BlockRecord, ResponseRecord, StopReason, end_stream, malformed_event
 
 __all__ = ["CompletionsTranslator"]
 
@@ -124,11 +113,7 @@ class CompletionsTranslator:
         try:
             chunk = _DECODE(data)
         except msgspec.DecodeError as exc:
-            raise LlmError(
-                f"{self._record.provider}: malformed Chat Completions stream event",
-                ErrorCode.MALFORMED_RESPONSE,
-                cause=exc,
-            ) from exc
+            raise malformed_event(self._record, "Chat Completions", exc) from exc
         record = self._record
         if chunk.id and record.response_id is None:
             record.response_id = chunk.id
@@ -169,11 +154,8 @@ class CompletionsTranslator:
         if text:
             block = self._text
             if block is None:
-                block = self._text = BlockRecord(len(record.blocks), "text")
-                record.blocks.append(block)
-                out.append(BlockStart(block.index, "text"))
-            block.parts.append(text)
-            out.append(TextDelta(block.index, text))
+                block = self._text = record.open_block("text", out)
+            block.text_delta(text, out)
         field = None
         if delta.reasoning_content:
             field, thinking = "reasoning_content", delta.reasoning_content
@@ -184,12 +166,9 @@ class CompletionsTranslator:
         if field is not None:
             block = self._reasoning
             if block is None:
-                block = self._reasoning = BlockRecord(len(record.blocks), "reasoning")
+                block = self._reasoning = record.open_block("reasoning", out)
                 block.signature = field
-                record.blocks.append(block)
-                out.append(BlockStart(block.index, "reasoning"))
-            block.parts.append(thinking)
-            out.append(ReasoningDelta(block.index, thinking))
+            block.reasoning_delta(thinking, out)
         if delta.tool_calls:
             for call in delta.tool_calls:
                 self._tool(call, out)
@@ -211,55 +190,35 @@ class CompletionsTranslator:
         args = (fn.arguments if fn is not None else None) or ""
         name = fn.name if fn is not None else None
         if block is None:
-            record = self._record
-            block = BlockRecord(len(record.blocks), "tool-call")
-            block.id = call.id or ""
-            block.name = name or ""
-            record.blocks.append(block)
-            self._tools[key] = block
-            out.append(BlockStart(block.index, "tool-call"))
-        else:
-            if call.id and not block.id:
-                block.id = call.id
-            if name and not block.name:
-                block.name = name
-            if not args:
-                return
+            self._tools[key] = self._record.open_tool_call(call.id or "", name or "", out, args)
+            return
+        if call.id and not block.id:
+            block.id = call.id
+        if name and not block.name:
+            block.name = name
         if args:
-            block.parts.append(args)
-        out.append(ToolCallDelta(block.index, block.id, args, block.name or None))
+            block.arguments_delta(args, out)
 
     def _usage(self, usage: _Usage) -> None:
-        record = self._record
-        prompt = usage.prompt_tokens or 0
         details = usage.prompt_tokens_details
         cached = details.cached_tokens if details is not None else None
         if cached is None:
             cached = usage.prompt_cache_hit_tokens or 0
-        write = (details.cache_write_tokens if details is not None else None) or 0
-        record.input = max(0, prompt - cached - write)
-        record.cache_read = cached
-        record.cache_write = write
-        record.output = usage.completion_tokens or 0
         out_details = usage.completion_tokens_details
-        record.reasoning = out_details.reasoning_tokens if out_details is not None else None
+        self._record.openai_usage(
+            usage.prompt_tokens or 0,
+            cached,
+            (details.cache_write_tokens if details is not None else None) or 0,
+            usage.completion_tokens or 0,
+            out_details.reasoning_tokens if out_details is not None else None,
+        )
 
     def end(self, out: list[StreamChunk]) -> None:
         """The stream ended: close every block (in content order), then usage and finish."""
         record = self._record
-        if record.stop_reason is None:
-            record.stop_reason = "error"
-            record.error_message = "Stream ended without finish_reason"
-        if record.stop_reason != "error":
+        if record.stop_reason is not None and record.stop_reason != "error":
             for block in record.blocks:
-                out.append(BlockEnd(block.index, _final(block)))
-        finish_chunks(record, out)
-
-
-def _final(block: BlockRecord) -> TextBlock | ReasoningBlock | ToolCallBlock:
-    text = "".join(block.parts)
-    if block.kind == "text":
-        return TextBlock(text)
-    if block.kind == "reasoning":
-        return ReasoningBlock(text)
-    return ToolCallBlock(block.id, block.name, text or "{}")
+                block.close(out)
+        end_stream(
+            record, record.stop_reason is not None, "Stream ended without finish_reason", out
+        )

@@ -2,49 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 import msgspec
 
 from ..context import NAssistant, NContext, NImage, NText, NThinking, NToolCall, NToolResult, NUser
 from ..materialize import ModelDescriptor
+from .detect import detect_completions_compat
 from .request import BuiltRequest, RequestOptions, join_url, safe_tool_id
 from .transform import output_cap, prepare_messages
 
 __all__ = ["build_completions_request", "completions_compat"]
 
-_DEFAULTS: Final[dict[str, Any]] = {
-    "supports_store": True,
-    "supports_developer_role": True,
-    "supports_reasoning_effort": True,
-    "supports_usage_in_streaming": True,
-    "max_tokens_field": "max_completion_tokens",
-    "requires_tool_result_name": False,
-    "requires_assistant_after_tool_result": False,
-    "requires_thinking_as_text": False,
-    "requires_reasoning_content_on_assistant_messages": False,
-    "thinking_format": "openai",
-    "supports_strict_mode": True,
-    "supports_long_cache_retention": True,
-}
-
 
 def completions_compat(model: ModelDescriptor) -> dict[str, Any]:
-    """Effective switches: the model's compat over endpoint detection over the defaults."""
-    compat = dict(_DEFAULTS)
-    url = model.base_url
-    if model.provider == "deepseek" or "deepseek.com" in url:
-        compat["thinking_format"] = "deepseek"
-        compat["requires_reasoning_content_on_assistant_messages"] = True
-        if "deepseek.com" in url:
-            compat["supports_store"] = False
-            compat["supports_developer_role"] = False
-    elif model.provider == "openrouter" or "openrouter.ai" in url:
-        compat["thinking_format"] = "openrouter"
-    elif "api.z.ai" in url or "bigmodel.cn" in url:
-        compat.update(thinking_format="zai", supports_store=False, supports_developer_role=False)
-    elif "together" in url:
-        compat["thinking_format"] = "together"
+    """Effective switches: the model's configured compat over endpoint detection."""
+    compat = detect_completions_compat(model.provider, model.base_url, model.id)
     compat.update(model.compat)
     return compat
 

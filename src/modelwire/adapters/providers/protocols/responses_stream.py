@@ -13,19 +13,9 @@ from typing import Final
 import msgspec
 
 from ....errors import ErrorCode, LlmError
-from ....vocab import (
-    BlockEnd,
-    BlockStart,
-    ReasoningBlock,
-    ReasoningDelta,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    ToolCallDelta,
-)
+from ....vocab import ReasoningBlock, StreamChunk, TextBlock, ToolCallBlock
 from ....wire.sse import SseEvent
-from .common import BlockRecord, ResponseRecord, finish_chunks
+from .common import BlockRecord, ResponseRecord, end_stream, malformed_event
 
 __all__ = ["ResponsesTranslator"]
 
@@ -45,6 +35,7 @@ class _Item(msgspec.Struct, gc=False):
     phase: str | None = None
     summary: list[_Text] | None = None
     content: list[_Text] | None = None
+    encrypted_content: str | None = None
 
 
 class _InDetails(msgspec.Struct, gc=False):
@@ -79,6 +70,7 @@ class _Response(msgspec.Struct, gc=False):
     usage: _Usage | None = None
     error: _Err | None = None
     incomplete_details: _Incomplete | None = None
+    output: list[msgspec.Raw] | None = None
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -118,12 +110,14 @@ def _ITEM(raw: msgspec.Raw | bytes) -> _Item:
 class ResponsesTranslator:
     """Folds Responses API stream events into chunks; `end()` emits usage and finish."""
 
-    __slots__ = ("_blocks", "_done", "_record")
+    __slots__ = ("_blocks", "_done", "_record", "_unencrypted")
 
     def __init__(self, record: ResponseRecord) -> None:
         self._record = record
         self._blocks: dict[int, BlockRecord] = {}
         self._done = False
+        # reasoning items whose output_item.done lacked encrypted_content, by item id
+        self._unencrypted: dict[str, BlockRecord] = {}
 
     @property
     def done(self) -> bool:
@@ -138,26 +132,22 @@ class ResponsesTranslator:
         try:
             ev = _DECODE(data)
         except msgspec.DecodeError as exc:
-            raise LlmError(
-                f"{self._record.provider}: malformed Responses stream event",
-                ErrorCode.MALFORMED_RESPONSE,
-                cause=exc,
-            ) from exc
+            raise malformed_event(self._record, "Responses", exc) from exc
         kind = ev.type
         if kind in _TEXT_DELTAS or kind in _THINKING_DELTAS:
             block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
             if block is None or not ev.delta:
                 return
-            block.parts.append(ev.delta)
             if block.kind == "text":
-                out.append(TextDelta(block.index, ev.delta))
+                block.text_delta(ev.delta, out)
             elif block.kind == "reasoning":
-                out.append(ReasoningDelta(block.index, ev.delta))
+                block.reasoning_delta(ev.delta, out)
+            else:
+                block.parts.append(ev.delta)
         elif kind == "response.function_call_arguments.delta":
             block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
             if block is not None and ev.delta:
-                block.parts.append(ev.delta)
-                out.append(ToolCallDelta(block.index, block.id, ev.delta, block.name or None))
+                block.arguments_delta(ev.delta, out)
         elif kind == "response.function_call_arguments.done":
             block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
             if block is not None and ev.arguments is not None:
@@ -165,8 +155,7 @@ class ResponsesTranslator:
         elif kind == "response.reasoning_summary_part.done":
             block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
             if block is not None and block.kind == "reasoning":
-                block.parts.append("\n\n")
-                out.append(ReasoningDelta(block.index, "\n\n"))
+                block.reasoning_delta("\n\n", out)
         elif kind == "response.output_item.added" and ev.item:
             self._added(ev, out)
         elif kind == "response.output_item.done" and ev.item:
@@ -188,22 +177,16 @@ class ResponsesTranslator:
         if kind is None or ev.output_index is None:
             return
         record = self._record
-        block = BlockRecord(len(record.blocks), kind)
         if kind == "tool-call":
-            block.id = f"{item.call_id or ''}|{item.id or ''}"
-            block.name = item.name or ""
-        record.blocks.append(block)
-        self._blocks[ev.output_index] = block
-        out.append(BlockStart(block.index, kind))
-        if kind == "tool-call":
-            out.append(ToolCallDelta(block.index, block.id, "", block.name or None))
+            call_id = f"{item.call_id or ''}|{item.id or ''}"
+            self._blocks[ev.output_index] = record.open_tool_call(call_id, item.name or "", out)
+        else:
+            self._blocks[ev.output_index] = record.open_block(kind, out)
 
     def _suffix(self, block: BlockRecord, final: str, out: list[StreamChunk]) -> None:
         streamed = "".join(block.parts)
         if final.startswith(streamed) and len(final) > len(streamed):
-            rest = final[len(streamed) :]
-            block.parts.append(rest)
-            out.append(ToolCallDelta(block.index, block.id, rest, block.name or None))
+            block.arguments_delta(final[len(streamed) :], out)
 
     def _item_done(self, ev: _Event, out: list[StreamChunk]) -> None:
         block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
@@ -211,7 +194,6 @@ class ResponsesTranslator:
             return
         raw = bytes(ev.item)
         item = _ITEM(raw)
-        block.closed = True
         if block.kind == "reasoning":
             summaries = [s.text for s in item.summary or () if s.text is not None]
             contents = [c.text for c in item.content or () if c.text is not None]
@@ -222,7 +204,9 @@ class ResponsesTranslator:
             else:
                 text = "".join(block.parts)
             block.signature = raw.decode()
-            out.append(BlockEnd(block.index, ReasoningBlock(text)))
+            if item.encrypted_content is None and item.id:
+                self._unencrypted[item.id] = block
+            block.close(out, ReasoningBlock(text))
         elif block.kind == "text":
             parts = [
                 (c.text if c.type == "output_text" else c.refusal) or "" for c in item.content or ()
@@ -232,12 +216,12 @@ class ResponsesTranslator:
             if item.phase is not None:
                 signature["phase"] = item.phase
             block.signature = _ENCODE(signature).decode()
-            out.append(BlockEnd(block.index, TextBlock(text)))
+            block.close(out, TextBlock(text))
         else:
             if item.arguments is not None:
                 self._suffix(block, item.arguments, out)
             args = item.arguments if item.arguments is not None else "".join(block.parts)
-            out.append(BlockEnd(block.index, ToolCallBlock(block.id, block.name, args or "{}")))
+            block.close(out, ToolCallBlock(block.id, block.name, args or "{}"))
 
     def _terminal(self, kind: str, response: _Response | None) -> None:
         record = self._record
@@ -246,19 +230,21 @@ class ResponsesTranslator:
             return
         if response.id:
             record.response_id = response.id
+        if self._unencrypted and response.output:
+            self._backfill(response.output)
         if response.model and response.model != record.model:
             record.response_model = response.model
         usage = response.usage
         if usage is not None:
             details = usage.input_tokens_details
-            cached = (details.cached_tokens if details else None) or 0
-            write = (details.cache_write_tokens if details else None) or 0
-            record.input = max(0, (usage.input_tokens or 0) - cached - write)
-            record.cache_read = cached
-            record.cache_write = write
-            record.output = usage.output_tokens or 0
             out_details = usage.output_tokens_details
-            record.reasoning = out_details.reasoning_tokens if out_details else None
+            record.openai_usage(
+                usage.input_tokens or 0,
+                (details.cached_tokens if details else None) or 0,
+                (details.cache_write_tokens if details else None) or 0,
+                usage.output_tokens or 0,
+                out_details.reasoning_tokens if out_details else None,
+            )
         if record.stop_reason == "error":
             return
         status = response.status
@@ -278,10 +264,23 @@ class ResponsesTranslator:
         else:
             record.stop_reason = "stop"
 
+    def _backfill(self, output: list[msgspec.Raw]) -> None:
+        """Azure sends a reasoning item's `encrypted_content` only in the terminal response's
+        `output`: the replay signature becomes that complete item (spec §4.4)."""
+        for raw in output:
+            try:
+                item = _ITEM_DECODE(raw)
+            except msgspec.DecodeError:
+                continue
+            block = self._unencrypted.get(item.id or "")
+            if item.type == "reasoning" and block is not None and item.encrypted_content:
+                block.signature = bytes(raw).decode()
+
     def end(self, out: list[StreamChunk]) -> None:
         """The stream ended: usage and finish (an error when no terminal event came)."""
-        record = self._record
-        if not self._done and record.stop_reason != "error":
-            record.stop_reason = "error"
-            record.error_message = "OpenAI Responses stream ended before a terminal response event"
-        finish_chunks(record, out)
+        end_stream(
+            self._record,
+            self._done,
+            "OpenAI Responses stream ended before a terminal response event",
+            out,
+        )
