@@ -88,5 +88,5 @@ def test_fresh_clone_runs_the_readme_commands(tmp_path: Path) -> None:
             check=False,
         )
         assert done.returncode == 0, (
-            f"{command} failed:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+            f"{command} failed:\n{done.stdout[-20000:]}\n{done.stderr[-4000:]}"
         )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -217,7 +218,7 @@ class SqliteLog(GroupCommitLog):
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
             if not self._w_is_initialized_snapshot():
                 self._w_initialize()
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            mode = self._w_enable_wal()
             if str(mode).lower() != "wal":
                 raise HarnessError(
                     f"SQLite session log {self._path}: cannot enable WAL (journal_mode={mode})",
@@ -267,9 +268,23 @@ class SqliteLog(GroupCommitLog):
             raise self._corrupt(f"schema tables missing: {', '.join(missing)}")
         return True
 
+    def _w_enable_wal(self) -> str:
+        """Switch to WAL, retrying while another connection holds a lock: SQLite answers a
+        journal-mode change with "database is locked" at once, without calling the busy handler."""
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000.0
+        pause = 0.002
+        while True:
+            try:
+                return str(self._db.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
+
     def _w_initialize(self) -> None:
         conn = self._db
-        conn.execute("PRAGMA journal_mode = WAL")
+        self._w_enable_wal()
         conn.execute("BEGIN IMMEDIATE")
         try:
             if not self._w_is_initialized():  # another process may have won the race
