@@ -1,5 +1,10 @@
 """The retry count lives in the log (spec C10, C16): a worker SIGKILLed during the backoff wait and
-a restarted one continue the same chain — on SQLite and PostgreSQL — and G.11 #2 persistence."""
+a restarted one continue the same chain — on SQLite and PostgreSQL — and G.11 #2 persistence.
+
+Here the restarted worker calls the `on_request_error` hook directly (the plugin's count alone),
+then `run_turn` repairs the dead turn and starts a new one. The end-to-end restart — a new
+process continuing the dead turn with `Agent.resume_turn` — is `test_retry_resume.py`.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """The Turn frame of the agent loop: `Agent.run_turn` runs Steps until no tool calls remain.
 
+`Agent.resume_turn` runs the same frame over a turn a dead process left open (see `resume.py`).
+
 Every fact lands in the session log and the log — not this object — is the source of truth: a new
 `Agent` over an existing session continues turn numbering from it and rebuilds every request from
 it. One turn per session runs at a time per agent instance.
@@ -9,8 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from ..errors import ErrorCode, HarnessError, normalize_llm_failure
 from ..session.events import (
@@ -29,16 +31,13 @@ from ..session.events import (
 )
 from ..session.log import SessionLog
 from ..vocab import CallConfig, ContentBlock, LlmFailure, Message, TextBlock, ToolSchema
-from ..vocab.messages import tool_result_message, user_message
+from ..vocab.messages import user_message
 from .hooks import AgentHooks, AgentPlugin, Block, ErrorContext, PreStepContext, TurnSignal
 from .ports import RuntimeLike
 from .request import LogView, derive_messages
-from .step import TurnCancelled, cancellation, run_step
+from .resume import interrupted_results, resume_point, resume_step
+from .step import StepOutcome, TurnCancelled, cancellation, run_step
 from .tools import Tool, tool_map
-
-_INTERRUPTED_TOOL_TEXT = (
-    "this tool call was interrupted before it produced a result; it may not have run"
-)
 
 __all__ = ["Agent", "TurnResult", "UserInput"]
 
@@ -46,6 +45,18 @@ UserInput = str | Message | Sequence[ContentBlock] | None
 """What a turn starts with: text, a ready user message, content blocks, or nothing (inbox only)."""
 
 _MAX_SAFE_INT = 2**53 - 1
+
+
+@dataclass(slots=True)
+class _TurnState:
+    """The running turn inside the frame: its number, where its events start, the Step count,
+    the messages entering the next Step and, when resuming, how to settle the last Step."""
+
+    turn: int
+    start_seq: int
+    step: int = 0
+    entered: list[Message] = field(default_factory=list)
+    resume: Callable[[TurnSignal], Awaitable[StepOutcome | TurnEndReason | None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,66 +202,87 @@ class Agent:
     # ---- the turn --------------------------------------------------------------------------
 
     async def run_turn(self, session_id: str, user_input: UserInput) -> TurnResult:
-        """Run one turn: `turn/start`, Steps until no tool calls remain, `turn/end`.
+        """Run one new turn: `turn/start`, Steps until no tool calls remain, `turn/end`.
 
-        Errors end the turn with reason `error` (returned, not raised). Cancelling the calling task
-        writes `turn/end {aborted}` and re-raises `CancelledError`; a cancel issued from inside the
-        turn (a hook calling `signal.cancel()`) returns reason `aborted` instead.
+        A turn a dead process left open is repaired first (its unanswered tool calls answered
+        `TOOL_INTERRUPTED`, then `step/end` and `turn/end {interrupted}`) and abandoned, retry
+        chain included; `resume_turn` continues such a turn instead. Errors end the turn with
+        reason `error` (returned, not raised). Cancelling the calling task writes
+        `turn/end {aborted}` and re-raises `CancelledError`; a cancel issued from inside the turn
+        (a hook calling `signal.cancel()`) returns reason `aborted` instead.
         """
-        if self._closed:
-            raise HarnessError("agent is closed", ErrorCode.INVALID_ARGS)
+        self._check_usable()
+        first = _as_message(user_input)
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with lock:
-            return await self._run_turn(session_id, _as_message(user_input))
+            return await self._turn(
+                session_id, lambda view: self._open_new(session_id, view, first)
+            )
 
-    async def _run_turn(self, sid: str, first: Message | None) -> TurnResult:
-        log = self.log
-        task = asyncio.current_task()
-        signal = TurnSignal(task)
-        self._signals[sid] = signal
-        view = await self.view(sid).refresh(log, sid)
+    async def resume_turn(self, session_id: str) -> TurnResult:
+        """Continue the turn a dead process left open in `session_id`, under the same number.
+
+        Unlike `run_turn` nothing is abandoned: an open Step without a committed message goes on
+        with its next attempt (a retry the dead process decided is honoured: only the rest of its
+        wait, then `llm/retry-started`; an undecided failure runs `on_request_error` again); an
+        open Step whose message was committed gets `TOOL_INTERRUPTED` results for the tool calls
+        without a result (tools are never run twice) and its `step/end`; then Steps go on until
+        no tool calls remain. Only for a turn whose process is gone. No open turn (or no such
+        session) raises `HarnessError` `NOTHING_TO_RESUME`; everything else is as in `run_turn`.
+        """
+        self._check_usable()
+        lock = self._locks.setdefault(session_id, asyncio.Lock())
+        async with lock:
+            return await self._turn(session_id, lambda view: self._open_resumed(session_id, view))
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise HarnessError("agent is closed", ErrorCode.INVALID_ARGS)
+
+    async def _open_new(self, sid: str, view: LogView, first: Message | None) -> _TurnState:
         await self._repair(sid, view)
         turn = view.last_turn + 1
-        start = await log.append(sid, TurnStart(turn))
+        start = await self.log.append(sid, TurnStart(turn))
+        return _TurnState(turn, start.seq, entered=[first] if first is not None else [])
+
+    async def _open_resumed(self, sid: str, view: LogView) -> _TurnState:
+        start = await self.log.latest(sid, "turn/start")
+        if view.open_turn is None or start is None:
+            missing = "" if await self.log.exists(sid) else " (the session does not exist)"
+            raise HarnessError(
+                f"session {sid!r} has no open turn to resume{missing}", ErrorCode.NOTHING_TO_RESUME
+            )
+        point = resume_point(await self.log.read(sid, start.seq))
+
+        async def resume(signal: TurnSignal) -> StepOutcome | TurnEndReason | None:
+            return await resume_step(self, sid, signal, view, point)
+
+        return _TurnState(point.turn, start.seq, step=point.step, resume=resume)
+
+    async def _turn(
+        self, sid: str, opener: Callable[[LogView], Awaitable[_TurnState]]
+    ) -> TurnResult:
+        """The turn frame shared by `run_turn` and `resume_turn`: open, Steps, `turn/end`."""
+        log = self.log
+        signal = TurnSignal(asyncio.current_task())
+        self._signals[sid] = signal
+        try:
+            state = await opener(await self.view(sid).refresh(log, sid))
+        except BaseException:
+            self._signals.pop(sid, None)
+            raise
+        turn = state.turn
         reason: TurnEndReason = TurnCompleted()
-        step = 0
-        entered: list[Message] = [first] if first is not None else []
         try:
             try:
-                max_tokens = False
-                more = True
-                while more:
-                    entered.extend(self._inbox.pop(sid, ()))
-                    if step == 0 and not entered:
-                        break  # nothing to say: the turn completes without a step
-                    step += 1
-                    await log.flush()  # pre-step checkpoint: the previous step is durable
-                    decision = await self.hooks.on_pre_step.run(
-                        PreStepContext(
-                            agent=self,
-                            session_id=sid,
-                            turn=turn,
-                            step=step,
-                            messages=tuple(entered),
-                            signal=signal,
-                        )
-                    )
-                    if isinstance(decision, Block):
-                        reason = TurnBlocked()
-                        break
-                    entered = []
-                    outcome = await run_step(self, sid, signal, turn, step, tuple(decision))
-                    max_tokens = max_tokens or outcome.max_tokens
-                    more = outcome.ran_tools or bool(self._inbox.get(sid))
-                    if signal.cancelled:
-                        raise cancellation()
-                if not isinstance(reason, TurnBlocked):
-                    reason = TurnMaxTokens() if max_tokens else TurnCompleted()
+                reason = await self._steps(sid, signal, state)
             except Exception as exc:
                 failure = normalize_llm_failure(exc)
                 reason = TurnErrored(failure)
                 self._notify_error(
-                    ErrorContext(session_id=sid, turn=turn, step=step, failure=failure, error=exc)
+                    ErrorContext(
+                        session_id=sid, turn=turn, step=state.step, failure=failure, error=exc
+                    )
                 )
         except TurnCancelled:
             reason = TurnAborted(AbortCause(signal.cause or "user", signal.reason))
@@ -262,8 +294,47 @@ class Agent:
         finally:
             self._signals.pop(sid, None)
         await self._end(sid, turn, reason)
-        messages = derive_messages(await log.read(sid, start.seq))
+        messages = derive_messages(await log.read(sid, state.start_seq))
         return TurnResult(turn, reason, messages)
+
+    async def _steps(self, sid: str, signal: TurnSignal, state: _TurnState) -> TurnEndReason:
+        """Run Steps until no tool calls (and no injected messages) remain; the turn's reason."""
+        max_tokens = False
+        more = True
+        if state.resume is not None:
+            settled = await state.resume(signal)
+            if isinstance(settled, StepOutcome):
+                max_tokens = settled.max_tokens
+                more = settled.ran_tools or bool(self._inbox.get(sid))
+            elif settled is not None:
+                return settled
+            if signal.cancelled:
+                raise cancellation()
+        while more:
+            state.entered.extend(self._inbox.pop(sid, ()))
+            if state.step == 0 and not state.entered:
+                break  # nothing to say: the turn completes without a step
+            state.step += 1
+            await self.log.flush()  # pre-step checkpoint: the previous step is durable
+            decision = await self.hooks.on_pre_step.run(
+                PreStepContext(
+                    agent=self,
+                    session_id=sid,
+                    turn=state.turn,
+                    step=state.step,
+                    messages=tuple(state.entered),
+                    signal=signal,
+                )
+            )
+            if isinstance(decision, Block):
+                return TurnBlocked()
+            state.entered = []
+            outcome = await run_step(self, sid, signal, state.turn, state.step, tuple(decision))
+            max_tokens = max_tokens or outcome.max_tokens
+            more = outcome.ran_tools or bool(self._inbox.get(sid))
+            if signal.cancelled:
+                raise cancellation()
+        return TurnMaxTokens() if max_tokens else TurnCompleted()
 
     async def _end(self, sid: str, turn: int, reason: TurnEndReason) -> None:
         """Append `turn/end` and flush; a failing flush is raised unless the turn already failed."""
@@ -283,18 +354,7 @@ class Agent:
         reject that); then a turn left open by a dead process gets `step/end` and
         `turn/end {interrupted}`.
         """
-        facts: list[ToolResultRecord | StepEnd | TurnEnd] = [
-            ToolResultRecord(
-                turn=turn,
-                step=step,
-                call_id=call_id,
-                name=name,
-                message=tool_result_message(call_id, _INTERRUPTED_TOOL_TEXT, is_error=True),
-                is_error=True,
-                error_code=ErrorCode.TOOL_INTERRUPTED,
-            )
-            for call_id, (turn, step, name) in view.unanswered.items()
-        ]
+        facts: list[ToolResultRecord | StepEnd | TurnEnd] = list(interrupted_results(view))
         if view.open_turn is not None:
             if view.open_step is not None:
                 facts.append(StepEnd(*view.open_step))

@@ -1,18 +1,20 @@
 """One Step: attempts (request rebuilt from the log, checkpoint barrier, chunk logging), tool calls.
 
 A retry is another attempt of the same Step: same turn, same step, a new attempt number, a fresh
-assembler and chunk-seq list, and the request re-derived from the log.
+assembler and chunk-seq list, and the request re-derived from the log. `continue_step` carries on
+a Step a dead process left open (see `resume.py`): no new `step/start`, attempts numbered on.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..assembler import BlockAssembler
 from ..errors import ErrorCode, HarnessError, LlmError
+from ..policy import RetryPolicy
 from ..session.events import (
     AssistantChunk,
     AssistantMessage,
@@ -31,6 +33,7 @@ from ..vocab import (
     Error,
     FinishReason,
     GenerateOptions,
+    LlmFailure,
     MaxTokens,
     Message,
     ModelSource,
@@ -46,7 +49,14 @@ from .tools import run_tool_call
 if TYPE_CHECKING:
     from .loop import Agent
 
-__all__ = ["StepOutcome", "TurnCancelled", "cancellation", "run_step"]
+__all__ = [
+    "StepOutcome",
+    "TurnCancelled",
+    "cancellation",
+    "continue_step",
+    "handle_failure",
+    "run_step",
+]
 
 
 class TurnCancelled(BaseException):
@@ -93,13 +103,40 @@ async def run_step(
     entered: tuple[Message, ...],
 ) -> StepOutcome:
     """Run one Step: `step/start`, entered messages, attempts, tool calls; `step/end` always."""
-    log = agent.log
-    frame = _StepFrame(agent, session_id, signal, turn, step)
-    await log.append_many(
+    await agent.log.append_many(
         session_id, [StepStart(turn, step), *(UserMessage(message) for message in entered)]
     )
+    return await _step_body(_StepFrame(agent, session_id, signal, turn, step), 1, None)
+
+
+async def continue_step(
+    agent: Agent,
+    session_id: str,
+    signal: TurnSignal,
+    turn: int,
+    step: int,
+    *,
+    attempt: int,
+    before: Callable[[], Awaitable[None]] | None = None,
+) -> StepOutcome:
+    """Carry on an open Step whose `step/start` is already logged, from attempt `attempt`.
+
+    `before` runs first, inside the Step (e.g. the rest of a retry wait a dead process decided);
+    an exception there ends the Step like a failed attempt would. `step/end` is always written.
+    """
+    return await _step_body(_StepFrame(agent, session_id, signal, turn, step), attempt, before)
+
+
+async def _step_body(
+    frame: _StepFrame, attempt: int, before: Callable[[], Awaitable[None]] | None
+) -> StepOutcome:
+    agent, session_id, signal = frame.agent, frame.session_id, frame.signal
+    turn, step = frame.turn, frame.step
+    log = agent.log
     try:
-        message, finish = await _attempts(frame)
+        if before is not None:
+            await before()
+        message, finish = await _attempts(frame, attempt)
         if isinstance(finish, MaxTokens):
             return StepOutcome(max_tokens=True, ran_tools=False)
         calls = [block for block in message.content if isinstance(block, ToolCallBlock)]
@@ -127,10 +164,46 @@ async def run_step(
         await log.append(session_id, StepEnd(turn, step))
 
 
-async def _attempts(frame: _StepFrame) -> tuple[Message, FinishReason]:
+async def handle_failure(
+    agent: Agent,
+    session_id: str,
+    signal: TurnSignal,
+    *,
+    turn: int,
+    step: int,
+    attempt: int,
+    provider: str,
+    failure: LlmFailure,
+    retry_policy: RetryPolicy | None,
+) -> None:
+    """Run `on_request_error` for a failed attempt: return on `Retry()`, else raise its error.
+
+    Cancellation beats a returned `Retry()`: a cancelled turn raises its cancellation instead.
+    """
+    decision = await agent.hooks.on_request_error.run(
+        RequestErrorContext(
+            agent=agent,
+            session_id=session_id,
+            log=agent.log,
+            turn=turn,
+            step=step,
+            attempt=attempt,
+            provider=provider,
+            failure=failure,
+            retry_policy=retry_policy,
+            signal=signal,
+        )
+    )
+    if signal.cancelled:
+        raise cancellation()
+    if not isinstance(decision, Retry):
+        raise LlmError.from_failure(failure)
+
+
+async def _attempts(frame: _StepFrame, first_attempt: int) -> tuple[Message, FinishReason]:
     agent, sid, signal = frame.agent, frame.session_id, frame.signal
     log = agent.log
-    attempt = 0
+    attempt = first_attempt - 1
     while True:
         attempt += 1
         if signal.cancelled:
@@ -152,27 +225,18 @@ async def _attempts(frame: _StepFrame) -> tuple[Message, FinishReason]:
         await _consume(frame, attempt, stream, assembler, seqs, source)
         finish = assembler.finish
         if isinstance(finish, (Error, Aborted)):
-            decision = await agent.hooks.on_request_error.run(
-                RequestErrorContext(
-                    agent=agent,
-                    session_id=sid,
-                    log=log,
-                    turn=frame.turn,
-                    step=frame.step,
-                    attempt=attempt,
-                    provider=options.provider,
-                    failure=finish.failure,
-                    retry_policy=None
-                    if request.prepared is None
-                    else request.prepared.retry_policy,
-                    signal=signal,
-                )
+            await handle_failure(
+                agent,
+                sid,
+                signal,
+                turn=frame.turn,
+                step=frame.step,
+                attempt=attempt,
+                provider=options.provider,
+                failure=finish.failure,
+                retry_policy=None if request.prepared is None else request.prepared.retry_policy,
             )
-            if signal.cancelled:
-                raise cancellation()
-            if isinstance(decision, Retry):
-                continue
-            raise LlmError.from_failure(finish.failure)
+            continue
         message = assembler.message(
             ModelSource(options.provider, options.model, assembler.replay_state)
         )

@@ -23,7 +23,9 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 sessions_app = typer.Typer(
-    help="Inspect sessions stored in a session log.", no_args_is_help=True, add_completion=False
+    help="Inspect or resume sessions stored in a session log.",
+    no_args_is_help=True,
+    add_completion=False,
 )
 app.add_typer(sessions_app, name="sessions")
 
@@ -174,6 +176,23 @@ def sessions_export(
         from .sessions import export_to_file
 
         return await export_to_file(session_id, file, log_option=log)
+
+    run_async(go, debug=debug)
+
+
+@sessions_app.command("resume")
+def sessions_resume(
+    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id.")],
+    config: ConfigOption = None,
+    log: LogOption = None,
+    debug: DebugOption = False,
+) -> None:
+    """Continue the turn a killed process left open in session ID (same turn, same retry count)."""
+
+    async def go() -> int:
+        from .resume import resume_session
+
+        return await resume_session(session_id, config_path=config, log_option=log)
 
     run_async(go, debug=debug)
 

@@ -1,0 +1,273 @@
+"""Resuming a turn a dead process left open: where the log says it stopped, and what comes next.
+
+`resume_point` folds the events of the open turn (a pure function of the log); `resume_step` then
+settles or continues its last Step for `Agent.resume_turn`:
+
+- an open Step without a committed message continues in place (`continue_step`), attempts
+  numbered on from the last logged one. A retry the dead process decided (`llm/retry` without its
+  `llm/retry-started`) is honoured: only the rest of its `delay_ms`, measured from the record's
+  `time`, is waited (cancellably), then `llm/retry-started` is appended with the same `retry_id`
+  and `retry`. A failure no decision followed runs `on_request_error` again; without `Retry()`
+  the turn ends in error with that failure.
+- an open Step whose message was committed gets `TOOL_INTERRUPTED` results for its unanswered
+  tool calls (a tool may have side effects and may have run: it is never run again) and its
+  `step/end`; the turn goes on as the Step's outcome says.
+- a turn without an open Step goes on as its last Step's outcome says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import ErrorCode, HarnessError, LlmError
+from ..policy import RetryPolicy
+from ..session.events import (
+    AssistantChunk,
+    AssistantMessage,
+    Event,
+    LlmRetry,
+    LlmRetryStarted,
+    StepEnd,
+    StepStart,
+    ToolResultRecord,
+    TurnEndReason,
+    TurnInterrupted,
+    TurnStart,
+)
+from ..vocab import Aborted, Error, Finish, FinishReason, LlmFailure, MaxTokens, ToolCallBlock
+from ..vocab.messages import tool_result_message
+from .hooks import TurnSignal
+from .ports import PreparedCallLike
+from .request import LogView, seed_config
+from .step import StepOutcome, cancellation, continue_step, handle_failure
+
+if TYPE_CHECKING:
+    from .loop import Agent
+
+__all__ = [
+    "ResumePoint",
+    "interrupted_results",
+    "remaining_delay_ms",
+    "resume_point",
+    "resume_step",
+]
+
+INTERRUPTED_TOOL_TEXT = (
+    "this tool call was interrupted before it produced a result; it may not have run"
+)
+"""The text of the error result given to a tool call whose process never logged a result."""
+
+
+def interrupted_results(view: LogView) -> list[ToolResultRecord]:
+    """`TOOL_INTERRUPTED` error results for every committed tool call without a `tool/result`."""
+    return [
+        ToolResultRecord(
+            turn=turn,
+            step=step,
+            call_id=call_id,
+            name=name,
+            message=tool_result_message(call_id, INTERRUPTED_TOOL_TEXT, is_error=True),
+            is_error=True,
+            error_code=ErrorCode.TOOL_INTERRUPTED,
+        )
+        for call_id, (turn, step, name) in view.unanswered.items()
+    ]
+
+
+def remaining_delay_ms(delay_ms: float, decided_at_ms: int, now_ms: int) -> float:
+    """What is left of a `delay_ms` wait decided at `decided_at_ms`: 0 once it has elapsed.
+
+    Never more than `delay_ms`, even when the record's clock runs ahead of this one.
+    """
+    return max(0.0, min(float(delay_ms), decided_at_ms + delay_ms - now_ms))
+
+
+@dataclass(frozen=True, slots=True)
+class ResumePoint:
+    """Where an open turn stopped, folded from its events (`turn/start` on).
+
+    `step` is the turn's last Step (0: none yet) and `step_open` whether its `step/end` is
+    missing; `message` is that Step's committed assistant message; `attempt` its last logged
+    attempt number (0: none); `finish` the terminal chunk of the message's attempt, or else of the
+    last attempt; `failure` the last attempt's failure when no retry decision followed it;
+    `pending` an `llm/retry` event decided after the last attempt whose `llm/retry-started` is
+    missing.
+    """
+
+    turn: int
+    step: int
+    step_open: bool
+    message: AssistantMessage | None
+    attempt: int
+    finish: FinishReason | None
+    failure: LlmFailure | None
+    pending: Event | None
+
+
+def resume_point(events: Sequence[Event]) -> ResumePoint:
+    """Fold the events of an open turn, starting at its `turn/start`, into a `ResumePoint`."""
+    first = events[0].data if events else None
+    if not isinstance(first, TurnStart):
+        raise HarnessError(
+            "resume_point needs the events of a turn, starting at its turn/start",
+            ErrorCode.INVARIANT,
+        )
+    turn, step, step_open, attempt = first.turn, 0, False, 0
+    message: AssistantMessage | None = None
+    finishes: dict[int, FinishReason] = {}
+    pending: Event | None = None
+    decided = False  # a retry decision (llm/retry) followed the last attempt
+    for event in events[1:]:
+        data = event.data
+        if isinstance(data, StepStart):
+            step, step_open, attempt, message, pending, decided = (
+                data.step,
+                True,
+                0,
+                None,
+                None,
+                False,
+            )
+            finishes = {}
+        elif isinstance(data, StepEnd):
+            step_open = False
+        elif isinstance(data, AssistantChunk):
+            if data.attempt > attempt:
+                attempt, pending, decided = data.attempt, None, False
+            if isinstance(data.chunk, Finish):
+                finishes[data.attempt] = data.chunk.reason
+        elif isinstance(data, AssistantMessage):
+            message = data
+        elif isinstance(data, LlmRetry):
+            if (data.turn, data.step) == (turn, step):
+                pending, decided = event, True
+        elif isinstance(data, LlmRetryStarted):
+            record = None if pending is None else pending.data
+            if isinstance(record, LlmRetry) and (record.retry_id, record.retry) == (
+                data.retry_id,
+                data.retry,
+            ):
+                pending = None
+    finish = finishes.get(attempt if message is None else message.attempt)
+    failure = None
+    if message is None and not decided and isinstance(finish, (Error, Aborted)):
+        failure = finish.failure
+    return ResumePoint(turn, step, step_open, message, attempt, finish, failure, pending)
+
+
+async def resume_step(
+    agent: Agent, session_id: str, signal: TurnSignal, view: LogView, point: ResumePoint
+) -> StepOutcome | TurnEndReason | None:
+    """Settle or continue the last Step of the open turn (see the module docstring).
+
+    Returns the Step's outcome, a reason that ends the turn now, or None when the turn has no
+    Step yet; a failure nothing retries is raised as its `LlmError`.
+    """
+    log = agent.log
+    facts: list[ToolResultRecord | StepEnd] = list(interrupted_results(view))
+    if point.step_open and point.message is None:
+        if facts:
+            await log.append_many(session_id, facts)
+        return await continue_step(
+            agent,
+            session_id,
+            signal,
+            point.turn,
+            point.step,
+            attempt=point.attempt + 1,
+            before=lambda: _before_attempt(agent, session_id, signal, view, point),
+        )
+    if point.step_open:
+        facts.append(StepEnd(point.turn, point.step))
+    if facts:
+        await log.append_many(session_id, facts)
+    if point.step == 0:
+        return None
+    message = point.message
+    if message is None:
+        if point.failure is not None:  # the Step ended in error before the turn could
+            raise LlmError.from_failure(point.failure)
+        return TurnInterrupted()  # it was being cancelled (or its failure was decided on)
+    if message.interrupted:
+        return TurnInterrupted()
+    if isinstance(point.finish, MaxTokens):
+        return StepOutcome(max_tokens=True, ran_tools=False)
+    calls = any(isinstance(block, ToolCallBlock) for block in message.message.content)
+    return StepOutcome(max_tokens=False, ran_tools=calls)
+
+
+async def _before_attempt(
+    agent: Agent, session_id: str, signal: TurnSignal, view: LogView, point: ResumePoint
+) -> None:
+    """Finish what the dead process was doing between the last attempt and the next one."""
+    pending = point.pending
+    if pending is not None and isinstance(pending.data, LlmRetry):
+        record = pending.data
+        now = time.time_ns() // 1_000_000
+        await _wait(remaining_delay_ms(record.delay_ms, pending.time, now), signal)
+        await agent.log.append(
+            session_id,
+            LlmRetryStarted(
+                retry_id=record.retry_id, turn=record.turn, step=record.step, retry=record.retry
+            ),
+        )
+    elif point.failure is not None:
+        provider, policy = await _served_by(agent, view)
+        await handle_failure(
+            agent,
+            session_id,
+            signal,
+            turn=point.turn,
+            step=point.step,
+            attempt=point.attempt,
+            provider=provider,
+            failure=point.failure,
+            retry_policy=policy,
+        )
+
+
+async def _wait(delay_ms: float, signal: TurnSignal) -> None:
+    """Sleep `delay_ms`; a turn cancelled first raises its cancellation. No timer outlives it."""
+    if delay_ms > 0:
+        waiters = (
+            asyncio.ensure_future(asyncio.sleep(delay_ms / 1000.0)),
+            asyncio.ensure_future(signal.wait()),
+        )
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+            await asyncio.gather(*waiters, return_exceptions=True)
+    if signal.cancelled:
+        raise cancellation()
+
+
+async def _served_by(agent: Agent, view: LogView) -> tuple[str, RetryPolicy | None]:
+    """The provider and retry policy of the failed attempt's call, re-prepared from the log.
+
+    The latest `request/header` is the one the attempt was built under; its config (minus the
+    adapter-defaulted fields, as every later request seeds it) is prepared again, which binds the
+    route's current registration and its policy. No route (`NO_ADAPTER`) means no policy.
+    """
+    config = seed_config(
+        first_request=view.latest_header is None,
+        latest=view.latest_header,
+        provider=agent.provider,
+        model=agent.model,
+        max_tokens=agent.max_tokens,
+        reasoning_effort=agent.reasoning_effort,
+        temperature=agent.temperature,
+    )
+    prepared: PreparedCallLike
+    try:
+        prepared = await agent.runtime.prepare_call(config)
+    except HarnessError as exc:
+        if exc.code != ErrorCode.NO_ADAPTER:
+            raise
+        return config.provider, None
+    return prepared.config.provider, prepared.retry_policy
