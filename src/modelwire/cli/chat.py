@@ -9,8 +9,6 @@ with code 130; end of input (Ctrl-D) exits with 0.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import signal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -20,6 +18,7 @@ from rich.text import Text
 
 from .config import load_config
 from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, fail
+from .interrupt import run_interruptible
 from .routes import BUILTIN_ROUTE, Route, build_routes
 
 if TYPE_CHECKING:
@@ -118,28 +117,11 @@ async def _turn(
     agent: Agent, log: SessionLog, session_id: str, text: str, console: Console, view: LiveView
 ) -> Outcome:
     """Run one turn; SIGINT cancels it (the loop commits the interrupted prefix)."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(agent.run_turn(session_id, text))
-    interrupted = False
-
-    def on_sigint() -> None:
-        nonlocal interrupted
-        interrupted = True
-        task.cancel()
-
-    with contextlib.suppress(NotImplementedError, RuntimeError):  # no signal support: default
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-    try:
-        result = await task
-    except asyncio.CancelledError:
-        if not interrupted:
-            raise
+    result, interrupted = await run_interruptible(agent.run_turn(session_id, text))
+    if result is None or interrupted:
         view.printer.close()
         console.print("[yellow]^C — cancelled; the partial answer is saved in the session[/]")
         return "interrupted"
-    finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGINT)
     view.printer.close()
     kind = result.reason.kind
     if kind == "completed":

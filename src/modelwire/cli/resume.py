@@ -8,9 +8,6 @@ the dead process decided is honoured: only the rest of its wait. Ctrl-C cancels 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -18,6 +15,7 @@ from rich.text import Text
 
 from .config import load_config
 from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, fail
+from .interrupt import run_interruptible
 from .routes import build_routes
 
 if TYPE_CHECKING:
@@ -81,28 +79,11 @@ async def resume_session(
 
 async def _resume(agent: Agent, session_id: str, console: Console, live: LiveView) -> int:
     """Run `resume_turn`; SIGINT cancels it."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.ensure_future(agent.resume_turn(session_id))
-    interrupted = False
-
-    def on_sigint() -> None:
-        nonlocal interrupted
-        interrupted = True
-        task.cancel()
-
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-    try:
-        result = await task
-    except asyncio.CancelledError:
-        if not interrupted:
-            raise
+    result, interrupted = await run_interruptible(agent.resume_turn(session_id))
+    if result is None or interrupted:
         live.printer.close()
         console.print("[yellow]^C — cancelled; the partial answer is saved in the session[/]")
         return EXIT_INTERRUPTED
-    finally:
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.remove_signal_handler(signal.SIGINT)
     live.printer.close()
     from .render import turn_reason_text
 
