@@ -242,6 +242,16 @@ def test_g3_22_prompt_cache_hit_tokens_without_details() -> None:
     assert UsageChunk(TokenUsage(2, 2, 8)) in out
 
 
+def test_g3_22b_cache_hits_above_prompt_never_make_a_negative_input_bucket() -> None:
+    out = run(
+        delta(
+            content="x",
+            usage={"prompt_tokens": 5, "completion_tokens": 2, "prompt_cache_hit_tokens": 9},
+        )
+    )
+    assert UsageChunk(TokenUsage(0, 2, 9)) in out
+
+
 def test_g3_23_absent_optional_usage_fields() -> None:
     u = next(c for c in run(delta(content="x", usage=U52)) if isinstance(c, UsageChunk)).usage
     assert (u.cache_read_tokens, u.cache_write_tokens, u.reasoning_tokens) == (None, None, None)

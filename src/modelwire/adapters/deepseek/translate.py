@@ -126,9 +126,9 @@ def _map_usage(u: _Usage) -> TokenUsage:
         if details is not None and details.reasoning_tokens is not None
         else u.reasoning_tokens
     )
-    return TokenUsage(
-        u.prompt_tokens - (cache_read or 0), u.completion_tokens, cache_read, None, reasoning
-    )
+    # A host that reports more cache hits than prompt tokens must not yield a negative bucket.
+    uncached = max(0, u.prompt_tokens - (cache_read or 0))
+    return TokenUsage(uncached, u.completion_tokens, cache_read, None, reasoning)
 
 
 def _stream_error(err: _StreamError, secrets: tuple[str, ...]) -> Error:
