@@ -46,7 +46,7 @@ def _streams() -> list[Path]:
 
 def _need(folder: Path) -> None:
     if not folder.is_dir():
-        pytest.skip(f"{folder} is not available (shared fixtures missing)")
+        pytest.fail(f"{folder} is not available (shared fixtures missing)")
 
 
 _FINISH = {"stop": Stop, "tool_calls": ToolCalls, "length": MaxTokens}
@@ -150,7 +150,7 @@ def test_fixture_error_folder_has_deepseek_errors() -> None:
 async def test_fixture_tool_call_stream_through_runtime_generate(server: Server) -> None:
     path = STREAMS / "ds-reasoner-tool-cache-hit.sse"
     if not path.is_file():
-        pytest.skip(f"{path} is not available (shared fixtures missing)")
+        pytest.fail(f"{path} is not available (shared fixtures missing)")
     expected = _expected(path)
     server.queue(raw_response(path.read_bytes(), pieces=[13] * 2000))
     rt = LlmRuntime()

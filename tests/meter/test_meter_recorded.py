@@ -28,7 +28,7 @@ ROUTE = "deepseek-official"
 def _fixture(name: str) -> bytes:
     path = FIXTURES / name
     if not path.exists():
-        pytest.skip(f"recorded fixture {path} is absent (expected beside the repository)")
+        pytest.fail(f"recorded fixture {path} is absent (expected beside the repository)")
     return path.read_bytes()
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from modelwire.assembler import BlockAssembler
-from modelwire.vocab import ReasoningBlock, StreamChunk, TextBlock, TextDelta, ToolCallBlock
+from modelwire.vocab import Error, ReasoningBlock, StreamChunk, TextBlock, TextDelta, ToolCallBlock
 
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures"
 PROTOCOL_DIRS = {
@@ -25,7 +25,7 @@ def fixture_cases(api: str) -> list[Any]:
     """pytest params (id = file stem) of every recorded stream of one protocol."""
     folder = FIXTURES / PROTOCOL_DIRS[api]
     if not folder.is_dir():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"fixtures absent: {folder}"))]
+        raise RuntimeError(f"recorded fixtures absent: {folder} (CI must fail, not skip)")
     return [
         pytest.param(sse, id=sse.stem)
         for sse in sorted(folder.glob("*.sse"))
@@ -38,11 +38,19 @@ def load_case(sse: Path) -> tuple[bytes, dict[str, Any]]:
     return sse.read_bytes(), json.loads(sse.with_suffix(".expected.json").read_text())
 
 
-def expected_finish_kind(api: str, expected: dict[str, Any]) -> str:
-    """The finish kind our chunk protocol must end in, from the raw provider stop signal."""
+def expected_finish(api: str, expected: dict[str, Any]) -> tuple[str, str | None]:
+    """The finish kind our chunk protocol must end in, and the failure code where the
+    recording pins one, from the raw provider stop signal.
+
+    Refusals and content-filter stops are one outcome on every protocol (DESIGN §8): an
+    `Error` with code CONTENT_FILTER, never EMPTY_RESPONSE; `pause_turn` is a stop (spec §4.5)."""
     raw = expected["finish"]
     if expected["error"] is not None:
-        return "error"
+        return "error", None
+    if expected["extras"].get("refusal") or raw in ("refusal", "content_filter"):
+        return "error", "CONTENT_FILTER"
+    if raw == "incomplete:content_filter":
+        return "error", "CONTENT_FILTER"
     has_content = bool(expected["text"] or expected["reasoning"] or expected["tool_calls"])
     has_content = has_content or bool(expected["extras"].get("redacted_thinking_blocks"))
     if api == "openai-completions":
@@ -52,6 +60,8 @@ def expected_finish_kind(api: str, expected: dict[str, Any]) -> str:
     elif api == "anthropic-messages":
         kind = {
             "end_turn": "stop",
+            "pause_turn": "stop",
+            "stop_sequence": "stop",
             "max_tokens": "max-tokens",
             "tool_use": "tool-calls",
         }.get(raw, "error")
@@ -63,16 +73,21 @@ def expected_finish_kind(api: str, expected: dict[str, Any]) -> str:
         else:
             kind = "error"
     if kind == "stop" and not has_content:
-        return "error"  # EMPTY_RESPONSE
-    return kind
+        return "error", "EMPTY_RESPONSE"
+    return kind, None
 
 
 def check_assembled(
     api: str, asm: BlockAssembler, expected: dict[str, Any], chunks: list[StreamChunk]
 ) -> None:
     """Assert the assembled result equals the fixture's neutral expected form."""
-    kind = expected_finish_kind(api, expected)
+    kind, code = expected_finish(api, expected)
     assert asm.finish.kind == kind
+    if code is not None:
+        assert isinstance(asm.finish, Error)
+        assert asm.finish.failure.code == code
+    if code == "CONTENT_FILTER" and expected["extras"].get("refusal"):
+        assert expected["extras"]["refusal"].strip() in asm.finish.failure.message  # kept
     blocks = asm.interrupted_blocks() if kind == "error" else asm.blocks()
     streamed = "".join(c.text for c in chunks if isinstance(c, TextDelta))
     assert streamed == expected["text"]
@@ -91,7 +106,9 @@ def check_assembled(
     for call, want in zip(calls, want_calls, strict=True):
         assert call.id.split("|")[0] == want["id"]
         assert call.name == want["name"]
-        assert call.arguments == (want["arguments_raw"] or "{}")
+        if want["arguments_raw"] or not want["arguments"]:
+            assert call.arguments == (want["arguments_raw"] or "{}")
+        # else the input came whole in the block's start event (no deltas streamed it)
         assert json.loads(call.arguments) == (want["arguments"] or {})
     usage = asm.usage
     want_usage = expected["usage"]

@@ -159,5 +159,5 @@ def test_fixture_deepseek_error_maps_to_category_code(path: Path) -> None:
 
 def test_fixture_errors_folder_present() -> None:
     if not (FIXTURES / "errors").is_dir():
-        pytest.skip("../shared/fixtures/errors is not available")
+        pytest.fail("../shared/fixtures/errors is not available")
     assert any(p.name.startswith("deepseek") for p in _error_fixtures())

@@ -46,6 +46,7 @@ class _Block(msgspec.Struct, gc=False):
     id: str | None = None
     name: str | None = None
     data: str | None = None
+    input: msgspec.Raw = msgspec.Raw(b"")
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -100,12 +101,15 @@ def anthropic_error_code(error_type: str | None) -> str | None:
 class AnthropicTranslator:
     """Folds Anthropic Messages stream events into chunks; `end()` emits usage and finish."""
 
-    __slots__ = ("_by_index", "_done", "_record")
+    __slots__ = ("_by_index", "_done", "_initial", "_record")
 
     def __init__(self, record: ResponseRecord) -> None:
         self._record = record
         self._by_index: dict[int, BlockRecord] = {}
         self._done = False
+        # tool inputs that arrived whole in `content_block_start` (programmatic tool calling),
+        # by index: they are the arguments unless `input_json_delta`s follow
+        self._initial: dict[int, str] = {}
 
     @property
     def done(self) -> bool:
@@ -137,6 +141,8 @@ class AnthropicTranslator:
             elif dtype == "thinking_delta" and delta.thinking is not None:
                 block.reasoning_delta(delta.thinking, out)
             elif dtype == "input_json_delta" and delta.partial_json is not None:
+                if delta.partial_json and self._initial:
+                    self._initial.pop(block.index, None)
                 block.arguments_delta(delta.partial_json, out)
             elif dtype == "signature_delta" and delta.signature is not None:
                 block.signature = (block.signature or "") + delta.signature
@@ -145,6 +151,9 @@ class AnthropicTranslator:
         elif kind == "content_block_stop":
             block = self._by_index.get(ev.index if ev.index is not None else -1)
             if block is not None and not block.closed:
+                initial = self._initial.pop(block.index, None) if self._initial else None
+                if initial is not None:
+                    block.arguments_delta(initial, out)
                 block.close(out)
         elif kind == "message_start":
             message = ev.message
@@ -190,7 +199,12 @@ class AnthropicTranslator:
             block.reasoning_delta(REDACTED_THINKING_TEXT, out)
         elif btype == "tool_use":
             block = record.open_tool_call(cb.id or "", cb.name or "", out)
+            initial = bytes(cb.input).strip()
+            if initial and initial != b"{}":
+                self._initial[block.index] = initial.decode()
         else:
+            if btype.endswith(("tool_use", "tool_result")):
+                record.server_tool_loop = True  # server tools: input counts sum the loop
             return  # server tools, tool results, compaction and other non-client blocks
         self._by_index[ev.index] = block
 
@@ -199,12 +213,19 @@ class AnthropicTranslator:
         stop = _STOPS.get(reason)
         if stop is not None:
             record.stop_reason = stop
+            if reason == "pause_turn":
+                record.server_tool_loop = True  # a paused server-side tool loop
             return
         record.stop_reason = "error"
         if reason == "refusal":
-            record.error_message = "The model refused to respond (stop_reason refusal)"
+            said = "".join("".join(b.parts) for b in record.blocks if b.kind == "text").strip()
+            record.error_message = (
+                f'model "{record.model}" refused: {said or "(stop_reason refusal)"}'
+            )
+            record.error_code = ErrorCode.CONTENT_FILTER
         elif reason == "sensitive":
             record.error_message = "The provider flagged the response as sensitive"
+            record.error_code = ErrorCode.CONTENT_FILTER
         elif reason == "model_context_window_exceeded":
             record.error_message = "Unhandled stop reason: model_context_window_exceeded"
             record.error_code = ErrorCode.CONTEXT_WINDOW_EXCEEDED

@@ -140,9 +140,11 @@ class ResponseRecord:
         "output",
         "provider",
         "reasoning",
+        "refusal",
         "response_id",
         "response_model",
         "secrets",
+        "server_tool_loop",
         "stop_reason",
     )
 
@@ -171,6 +173,18 @@ class ResponseRecord:
         self.error_code: str | None = None
         self.response_id: str | None = None
         self.response_model: str | None = None
+        # refusal text the provider streamed apart from the answer (Chat `delta.refusal`,
+        # Responses `refusal` parts); a response that carries one ends in CONTENT_FILTER
+        self.refusal: list[str] | None = None
+        # the provider ran a server-side tool loop: its input counts sum several model calls,
+        # so they say nothing about one call's context window
+        self.server_tool_loop = False
+
+    def refuse(self, piece: str) -> None:
+        """Accumulate refusal text (the response then finishes as a CONTENT_FILTER failure)."""
+        if self.refusal is None:
+            self.refusal = []
+        self.refusal.append(piece)
 
     def open_block(self, kind: str, out: list[StreamChunk]) -> BlockRecord:
         """Append a block of `kind` (`text`, `reasoning`) at the next index; emit `block-start`."""
@@ -293,22 +307,29 @@ def _reason(record: ResponseRecord) -> FinishReason:
     text = record.error_message
     if text is not None:
         text = redact_secrets(text, record.secrets)
-    window = record.context_window
+    # the "clean stop but input > window" heuristics need one call's input: a server-side
+    # tool loop (Anthropic `pause_turn`, server tools) reports the sum of several calls
+    window = None if record.server_tool_loop else record.context_window
     overflow = False
+    prompt = record.input + record.cache_read
     if (
         (
             stop == "error"
             and (
                 record.error_code == ErrorCode.CONTEXT_WINDOW_EXCEEDED
-                or (text is not None and is_overflow_text(text))
+                or (
+                    record.error_code != ErrorCode.CONTENT_FILTER
+                    and text is not None
+                    and is_overflow_text(text)
+                )
             )
         )
-        or (window is not None and stop == "stop" and record.input + record.cache_read > window)
+        or (window is not None and stop == "stop" and prompt > window)
         or (
             window is not None
             and stop == "length"
             and record.output == 0
-            and record.input + record.cache_read >= 0.99 * window
+            and prompt >= 0.99 * window
         )
     ):
         overflow = True
@@ -358,6 +379,11 @@ def end_stream(
 def finish_chunks(record: ResponseRecord, out: list[StreamChunk]) -> None:
     """Append `usage` then `finish`; replay state only for a response that completed (`done`)."""
     out.append(UsageChunk(record.usage()))
+    if record.refusal is not None and record.stop_reason in ("stop", "length", "toolUse"):
+        refused = "".join(record.refusal).strip() or "(no explanation)"
+        record.stop_reason = "error"
+        record.error_code = ErrorCode.CONTENT_FILTER
+        record.error_message = f'model "{record.model}" refused: {refused}'
     reason = _reason(record)
     done = record.stop_reason in ("stop", "length", "toolUse")
     out.append(Finish(reason, record.envelope() if done else None))

@@ -10,6 +10,7 @@ from typing import Final
 
 import msgspec
 
+from ....errors import ErrorCode
 from ....vocab import StreamChunk
 from ....wire.sse import SseEvent
 from .common import BlockRecord, ResponseRecord, StopReason, end_stream, malformed_event
@@ -35,6 +36,7 @@ class _Detail(msgspec.Struct, gc=False):
 
 class _Delta(msgspec.Struct, gc=False):
     content: str | None = None
+    refusal: str | None = None
     reasoning_content: str | None = None
     reasoning: str | None = None
     reasoning_text: str | None = None
@@ -145,11 +147,15 @@ class CompletionsTranslator:
             if stop is None:
                 record.stop_reason = "error"
                 record.error_message = f"Provider finish_reason: {reason}"
+                if reason == "content_filter":
+                    record.error_code = ErrorCode.CONTENT_FILTER
             else:
                 record.stop_reason = stop
 
     def _delta(self, delta: _Delta, out: list[StreamChunk]) -> None:
         record = self._record
+        if delta.refusal:
+            record.refuse(delta.refusal)  # not answer text: the finish is CONTENT_FILTER
         text = delta.content
         if text:
             block = self._text

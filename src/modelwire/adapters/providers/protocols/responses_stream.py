@@ -88,7 +88,7 @@ _DECODE: Final = msgspec.json.Decoder(_Event).decode
 _ITEM_DECODE: Final = msgspec.json.Decoder(_Item).decode
 _ENCODE: Final = msgspec.json.encode
 _KINDS: Final = {"reasoning": "reasoning", "message": "text", "function_call": "tool-call"}
-_TEXT_DELTAS: Final = frozenset({"response.output_text.delta", "response.refusal.delta"})
+_TEXT_DELTAS: Final = frozenset({"response.output_text.delta"})
 _THINKING_DELTAS: Final = frozenset(
     {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
 )
@@ -144,6 +144,9 @@ class ResponsesTranslator:
                 block.reasoning_delta(ev.delta, out)
             else:
                 block.parts.append(ev.delta)
+        elif kind == "response.refusal.delta":
+            if ev.delta:
+                self._record.refuse(ev.delta)  # not answer text: the finish is CONTENT_FILTER
         elif kind == "response.function_call_arguments.delta":
             block = self._blocks.get(ev.output_index if ev.output_index is not None else -1)
             if block is not None and ev.delta:
@@ -208,10 +211,14 @@ class ResponsesTranslator:
                 self._unencrypted[item.id] = block
             block.close(out, ReasoningBlock(text))
         elif block.kind == "text":
-            parts = [
-                (c.text if c.type == "output_text" else c.refusal) or "" for c in item.content or ()
-            ]
-            text = "".join(parts) if item.content else "".join(block.parts)
+            content = item.content or ()
+            record = self._record
+            if record.refusal is None:  # a refusal part that came whole, without deltas
+                for c in content:
+                    if c.type == "refusal" and c.refusal:
+                        record.refuse(c.refusal)
+            answer = [c.text or "" for c in content if c.type == "output_text"]
+            text = "".join(answer) if answer else "".join(block.parts)
             signature: dict[str, object] = {"v": 1, "id": item.id}
             if item.phase is not None:
                 signature["phase"] = item.phase
@@ -258,7 +265,13 @@ class ResponsesTranslator:
             else:
                 record.error_message = "OpenAI Responses request failed"
         elif status == "incomplete":
-            record.stop_reason = "length"
+            incomplete = response.incomplete_details
+            if incomplete is not None and incomplete.reason == "content_filter":
+                record.stop_reason = "error"
+                record.error_code = ErrorCode.CONTENT_FILTER
+                record.error_message = f'model "{record.model}" output stopped by content_filter'
+            else:
+                record.stop_reason = "length"
         elif any(b.kind == "tool-call" for b in record.blocks):
             record.stop_reason = "toolUse"
         else:
