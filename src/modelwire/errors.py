@@ -30,7 +30,7 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      ├── replay          REPLAY_EXHAUSTED REPLAY_MISMATCH INVALID_REPLAY_FILE
      │                   REPLAY_UNRECORDED_SESSION REPLAY_UNCONSUMED
      ├── agent           UNKNOWN_TOOL TOOL_FAILED TOOL_INTERRUPTED TOOL_TIMEOUT NOTHING_TO_RESUME
-     │                   LEASE_LOST
+     │                   LEASE_LOST TURN_IN_PROGRESS
      └── other           INVALID_ARGS INVARIANT UNKNOWN
 
 Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT TRANSPORT.
@@ -125,6 +125,7 @@ class ErrorCode(StrEnum):
     TOOL_INTERRUPTED = "TOOL_INTERRUPTED"
     TOOL_TIMEOUT = "TOOL_TIMEOUT"
     LEASE_LOST = "LEASE_LOST"
+    TURN_IN_PROGRESS = "TURN_IN_PROGRESS"
     NOTHING_TO_RESUME = "NOTHING_TO_RESUME"
     INVALID_ARGS = "INVALID_ARGS"
     INVARIANT = "INVARIANT"

@@ -144,8 +144,15 @@ class FlakyFlushLog(SessionLog):
     def describe(self) -> str:
         return f"flaky({self.inner.describe()})"
 
-    async def _store(self, session_id: str, rows: Sequence[Row], *, barrier: bool) -> int:
-        return await self.inner._store(session_id, rows, barrier=barrier)
+    async def _store(
+        self,
+        session_id: str,
+        rows: Sequence[Row],
+        *,
+        barrier: bool,
+        expect_seq: int | None = None,
+    ) -> int:
+        return await self.inner._store(session_id, rows, barrier=barrier, expect_seq=expect_seq)
 
     async def _flush(self) -> None:
         self.flushes += 1

@@ -29,7 +29,8 @@ async def main(url: str, session_id: str, base_url: str, text: str) -> None:
         runtime = LlmRuntime()
         adapter = DeepSeekAdapter(api_key=API_KEY, base_url=base_url, env={})
         runtime.register_adapter([ROUTE], adapter)
-        agent = Agent(runtime=runtime, log=log, provider=ROUTE, model=MODEL)
+        # the parent SIGKILLed the previous writer: its open turn is known dead
+        agent = Agent(runtime=runtime, log=log, provider=ROUTE, model=MODEL, repair_after_ms=0)
         print("running", flush=True)
         result = await agent.run_turn(session_id, text)
         report = {"turn": result.turn, "reason": result.reason.kind, "text": result.text}

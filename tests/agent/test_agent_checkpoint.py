@@ -26,9 +26,16 @@ SID = "s1"
 class TracingLog(FlakyFlushLog):
     """Also records the types of every store, so flushes can be placed between appends."""
 
-    async def _store(self, session_id: str, rows: Sequence[Row], *, barrier: bool) -> int:
+    async def _store(
+        self,
+        session_id: str,
+        rows: Sequence[Row],
+        *,
+        barrier: bool,
+        expect_seq: int | None = None,
+    ) -> int:
         self.trace.extend(f"store:{name}" for name, _, _ in rows)
-        return await super()._store(session_id, rows, barrier=barrier)
+        return await super()._store(session_id, rows, barrier=barrier, expect_seq=expect_seq)
 
 
 def _agent(rig: Rig, log: FlakyFlushLog, **kwargs: object) -> Agent:

@@ -275,7 +275,7 @@ async def test_run_turn_on_an_open_turn_still_repairs_it_and_starts_a_new_turn(r
     events = await _source(rig, text_script("hello"))
     log = await _dead(events, _after(events, _is("assistant/chunk"), 2))
     rig.adapter.queue(text_script("fresh"))
-    result = await _agent(rig, log).run_turn(SID, "new question")
+    result = await _agent(rig, log, repair_after_ms=0).run_turn(SID, "new question")
     assert (result.turn, result.text) == (2, "fresh")
     ends = of_type(await log.read(SID), "turn/end")
     assert [(e.turn, e.reason.kind) for e in ends] == [(1, "interrupted"), (2, "completed")]

@@ -549,7 +549,7 @@ async def test_resume_repairs_a_turn_left_open_by_a_dead_process(rig: Rig) -> No
 
     await log.append_many(SID, [TurnStart(1), StepStart(1, 1)])
     rig.adapter.queue(text_script("ok"))
-    result = await rig.agent().run_turn(SID, "hi")
+    result = await rig.agent(repair_after_ms=0).run_turn(SID, "hi")  # writer known dead
     events = await log.read(SID)
     assert result.turn == 2
     assert types(events)[:5] == ["turn/start", "step/start", "step/end", "turn/end", "turn/start"]
@@ -586,7 +586,14 @@ class _SlowChunkStore(FlakyFlushLog):
             await asyncio.shield(self.pending)
         return await super()._load_latest(session_id, type)
 
-    async def _store(self, session_id: str, rows: Sequence[Row], *, barrier: bool) -> int:
+    async def _store(
+        self,
+        session_id: str,
+        rows: Sequence[Row],
+        *,
+        barrier: bool,
+        expect_seq: int | None = None,
+    ) -> int:
         if rows[0][0] == "assistant/chunk":
             self.chunks += 1
             if self.chunks == 3:
@@ -594,11 +601,13 @@ class _SlowChunkStore(FlakyFlushLog):
 
                 async def later() -> int:
                     await asyncio.sleep(0.01)
-                    return await self.inner._store(session_id, rows, barrier=barrier)
+                    return await self.inner._store(
+                        session_id, rows, barrier=barrier, expect_seq=expect_seq
+                    )
 
                 self.pending = asyncio.ensure_future(later())
                 return await asyncio.shield(self.pending)
-        return await self.inner._store(session_id, rows, barrier=barrier)
+        return await self.inner._store(session_id, rows, barrier=barrier, expect_seq=expect_seq)
 
 
 async def test_f06_a_chunk_whose_append_was_cancelled_but_landed_is_cited(rig: Rig) -> None:

@@ -146,6 +146,7 @@ async def resume(path: Path, url: str) -> None:
             provider="deepseek",
             model="deepseek-v4-flash",
             plugins=[RetryPlugin()],
+            repair_after_ms=0,  # the trial SIGKILLed the previous writer
         )
         before = await log.read(SESSION) if await log.exists(SESSION) else []
         result = await agent.run_turn(SESSION, "resume after the crash")

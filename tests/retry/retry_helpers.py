@@ -206,8 +206,15 @@ class TraceLog(SessionLog):
         self.inner = inner
         self.on_append: Callable[[str], None] | None = None
 
-    async def _store(self, session_id: str, rows: Sequence[Row], *, barrier: bool) -> int:
-        first = await self.inner._store(session_id, rows, barrier=barrier)
+    async def _store(
+        self,
+        session_id: str,
+        rows: Sequence[Row],
+        *,
+        barrier: bool,
+        expect_seq: int | None = None,
+    ) -> int:
+        first = await self.inner._store(session_id, rows, barrier=barrier, expect_seq=expect_seq)
         if self.on_append is not None:
             for name, _, _ in rows:
                 self.on_append(name)

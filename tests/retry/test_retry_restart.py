@@ -49,7 +49,7 @@ async def main(url, sid, base_url, key):
     runtime.register_adapter(["deepseek-official"], DeepSeekAdapter(
         api_key=key, base_url=base_url, env={}, retry_policy=policy))
     agent = Agent(runtime=runtime, log=log, provider="deepseek-official",
-                  model="deepseek-v4-flash", plugins=[RetryPlugin()])
+                  model="deepseek-v4-flash", plugins=[RetryPlugin()], repair_after_ms=0)
     print("running", flush=True)
     await agent.run_turn(sid, "hi")
     print("turn ended", flush=True)
@@ -163,8 +163,12 @@ async def test_c10_a_worker_killed_in_the_backoff_wait_is_continued_after_restar
 
         # A fresh turn after the restart: the dead turn is closed, numbering starts anew.
         raw.queue(status(503, "again"), answer("back"))
-        fresh = deepseek_agent(
-            raw.url, log, plugins=[RetryPlugin(sleep=RecordingSleep())], retry_policy=SLOW
+        fresh = deepseek_agent(  # the worker was SIGKILLed: its open turn is known dead
+            raw.url,
+            log,
+            plugins=[RetryPlugin(sleep=RecordingSleep())],
+            retry_policy=SLOW,
+            repair_after_ms=0,
         )
         result = await fresh.run_turn(sid, "hello again")
         assert result.turn == 2 and result.text == "back"

@@ -333,7 +333,7 @@ async def test_log_empty_session_id_rejected() -> None:
     log = MemoryLog()
     with pytest.raises(HarnessError) as info:
         await log.append("", TurnStart(1))
-    assert info.value.code == "INVALID_ARGS"
+    assert info.value.code == "INVALID_SESSION_ID"
 
 
 async def test_log_append_many_empty_is_noop() -> None:

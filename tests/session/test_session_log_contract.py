@@ -164,7 +164,7 @@ async def test_empty_session_id_is_refused(store: Store) -> None:
     log = await store.open()
     with pytest.raises(HarnessError) as info:
         await log.append("", TurnStart(1))
-    assert info.value.code == ErrorCode.INVALID_ARGS
+    assert info.value.code == ErrorCode.INVALID_SESSION_ID
 
 
 async def test_closed_log_raises_log_unavailable(store: Store) -> None:

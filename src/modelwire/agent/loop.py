@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ErrorCode, HarnessError, normalize_llm_failure
 from ..session.events import (
     AbortCause,
-    StepEnd,
-    ToolResultRecord,
     TurnAborted,
     TurnBlocked,
     TurnCompleted,
     TurnEnd,
     TurnEndReason,
     TurnErrored,
-    TurnInterrupted,
     TurnMaxTokens,
     TurnStart,
 )
@@ -34,8 +32,9 @@ from ..vocab import CallConfig, ContentBlock, LlmFailure, Message, TextBlock, To
 from ..vocab.messages import user_message
 from .hooks import AgentHooks, AgentPlugin, Block, ErrorContext, PreStepContext, TurnSignal
 from .ports import RuntimeLike
+from .repair import DEFAULT_REPAIR_AFTER_MS, repair_facts
 from .request import LogView, derive_messages
-from .resume import interrupted_results, resume_point, resume_step
+from .resume import resume_point, resume_step
 from .step import StepOutcome, TurnCancelled, cancellation, run_step
 from .tools import Tool, tool_map
 
@@ -45,6 +44,10 @@ UserInput = str | Message | Sequence[ContentBlock] | None
 """What a turn starts with: text, a ready user message, content blocks, or nothing (inbox only)."""
 
 _MAX_SAFE_INT = 2**53 - 1
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 @dataclass(slots=True)
@@ -126,8 +129,17 @@ class Agent:
         max_tokens: int | None = None,
         reasoning_effort: str | None = None,
         temperature: float | None = None,
+        repair_after_ms: float = DEFAULT_REPAIR_AFTER_MS,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.max_tokens = _check_max_tokens(max_tokens)
+        if not isinstance(repair_after_ms, (int, float)) or not repair_after_ms >= 0:
+            raise HarnessError(
+                f"agent repair_after_ms must be a number >= 0, got {repair_after_ms!r}",
+                ErrorCode.INVALID_CONFIG,
+            )
+        self.repair_after_ms = float(repair_after_ms)
+        self.clock: Callable[[], int] = clock or _now_ms
         self.runtime = runtime
         self.log = log
         self.provider = provider
@@ -144,6 +156,7 @@ class Agent:
         self._inbox: dict[str, list[Message]] = {}
         self._signals: dict[str, TurnSignal] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._opened: dict[str, int] = {}  # session -> a turn this instance opened, not yet ended
         self._disposers: list[Callable[[], object]] = []
         self._closed = False
         for plugin in plugins:
@@ -240,10 +253,17 @@ class Agent:
             raise HarnessError("agent is closed", ErrorCode.INVALID_ARGS)
 
     async def _open_new(self, sid: str, view: LogView, first: Message | None) -> _TurnState:
-        await self._repair(sid, view)
         turn = view.last_turn + 1
-        start = await self.log.append(sid, TurnStart(turn))
-        return _TurnState(turn, start.seq, entered=[first] if first is not None else [])
+        # One conditional append: the repair and the turn number are decisions derived from
+        # the view, so they land only if no other writer appended since (else STALE_WRITE).
+        ours = self._opened.get(sid) == view.open_turn
+        facts = [
+            *repair_facts(sid, view, ours, self.clock(), self.repair_after_ms),
+            TurnStart(turn),
+        ]
+        events = await self.log.append_many(sid, facts, expect_seq=view.next_seq)
+        self._opened[sid] = turn
+        return _TurnState(turn, events[-1].seq, entered=[first] if first is not None else [])
 
     async def _open_resumed(self, sid: str, view: LogView) -> _TurnState:
         start = await self.log.latest(sid, "turn/start")
@@ -253,6 +273,7 @@ class Agent:
                 f"session {sid!r} has no open turn to resume{missing}", ErrorCode.NOTHING_TO_RESUME
             )
         point = resume_point(await self.log.read(sid, start.seq))
+        self._opened[sid] = point.turn
 
         async def resume(signal: TurnSignal) -> StepOutcome | TurnEndReason | None:
             return await resume_step(self, sid, signal, view, point)
@@ -344,23 +365,8 @@ class Agent:
         except Exception:
             if not isinstance(reason, (TurnErrored, TurnAborted)):
                 raise
-
-    async def _repair(self, sid: str, view: LogView) -> None:
-        """Close what an earlier turn left open before a new turn starts.
-
-        Tool calls committed without a result (the process died, or the turn was cancelled,
-        between the assistant message and its tools) get an error `tool/result` with code
-        `TOOL_INTERRUPTED`, so the next request never carries an unanswered tool call (providers
-        reject that); then a turn left open by a dead process gets `step/end` and
-        `turn/end {interrupted}`.
-        """
-        facts: list[ToolResultRecord | StepEnd | TurnEnd] = list(interrupted_results(view))
-        if view.open_turn is not None:
-            if view.open_step is not None:
-                facts.append(StepEnd(*view.open_step))
-            facts.append(TurnEnd(view.open_turn, TurnInterrupted()))
-        if facts:
-            await self.log.append_many(sid, facts)
+        if self._opened.get(sid) == turn:
+            del self._opened[sid]
 
     def _notify_error(self, ctx: ErrorContext) -> None:
         for observer in tuple(self.hooks.on_error):

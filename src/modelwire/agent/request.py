@@ -88,6 +88,7 @@ class LogView:
     """
 
     __slots__ = (
+        "last_time",
         "last_turn",
         "latest_context",
         "latest_header",
@@ -100,6 +101,7 @@ class LogView:
 
     def __init__(self) -> None:
         self.next_seq = 0
+        self.last_time = 0  # epoch-ms time of the newest event folded in
         self.last_turn = 0
         self.latest_header: EpochHeader | None = None
         self.latest_context: tuple[str, str, int | None] | None = None
@@ -147,6 +149,7 @@ class LogView:
             elif isinstance(data, RequestContext):
                 self.latest_context = (data.provider, data.model, data.context_window)
             self.next_seq = event.seq + 1
+            self.last_time = event.time
 
 
 def seed_config(

@@ -7,7 +7,7 @@ the `llm/retry` / `llm/retry-started` records of a session (a test-time companio
 
 from __future__ import annotations
 
-from .counting import ChainKey, find_previous_retry, last_matching_retry
+from .counting import ChainKey, find_previous_retry, last_matching_retry, read_retry_chain
 from .invariant import RetryInvariantChecker, RetryInvariantError, validate_failure
 from .plugin import PLUGIN_NAME, RetryPlugin, provider_delay_ms
 
@@ -20,5 +20,6 @@ __all__ = [
     "find_previous_retry",
     "last_matching_retry",
     "provider_delay_ms",
+    "read_retry_chain",
     "validate_failure",
 ]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..session.events import Event, LlmRetry, StepStart
 from ..session.log import SessionLog
 
-__all__ = ["ChainKey", "find_previous_retry", "last_matching_retry"]
+__all__ = ["ChainKey", "find_previous_retry", "last_matching_retry", "read_retry_chain"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +52,15 @@ async def find_previous_retry(log: SessionLog, session_id: str, key: ChainKey) -
     Every record of a step follows that step's `step/start`, so when the newest `step/start` is
     the chain's own step only the events from it on are read; otherwise the whole log is scanned.
     """
+    return (await read_retry_chain(log, session_id, key))[0]
+
+
+async def read_retry_chain(
+    log: SessionLog, session_id: str, key: ChainKey
+) -> tuple[LlmRetry | None, int]:
+    """`find_previous_retry` plus the session's event count it was derived from: the seq the
+    next decision must be appended at (`expect_seq`), so a decision made from a stale read is
+    refused (`STALE_WRITE`) instead of double-spending the budget."""
     start = await log.latest(session_id, "step/start")
     from_seq = 0
     data = None if start is None else start.data
@@ -65,4 +74,6 @@ async def find_previous_retry(log: SessionLog, session_id: str, key: ChainKey) -
         )
     ):
         from_seq = start.seq
-    return last_matching_retry(await log.read(session_id, from_seq), key)
+    events = await log.read(session_id, from_seq)
+    next_seq = events[-1].seq + 1 if events else from_seq
+    return last_matching_retry(events, key), next_seq

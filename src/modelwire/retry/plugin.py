@@ -33,7 +33,7 @@ from ..policy import (
     policy_key,
 )
 from ..session.events import LlmRetry, LlmRetryStarted
-from .counting import ChainKey, find_previous_retry
+from .counting import ChainKey, read_retry_chain
 
 if TYPE_CHECKING:
     from ..agent.loop import Agent
@@ -178,10 +178,10 @@ class _Installation:
             if provider_delay is not None and provider_delay > policy.max_delay_ms:
                 return await call_next()  # the provider asks for more than we wait (C14)
             key = ChainKey(ctx.turn, ctx.step, ctx.provider, policy_key(policy))
-            previous = await find_previous_retry(ctx.log, ctx.session_id, key)
+            previous, next_seq = await read_retry_chain(ctx.log, ctx.session_id, key)
             if previous is not None and previous.retry >= policy.max_retries:
                 return await call_next()  # budget exhausted (C12)
-            return await self._schedule(ctx, policy, key, previous, provider_delay)
+            return await self._schedule(ctx, policy, key, previous, next_seq, provider_delay)
         if isinstance(policy, AlwaysRetryPolicy):
             return await self._always(ctx, policy, call_next, provider_delay)
         assert_never(policy, "retry policy")
@@ -214,8 +214,8 @@ class _Installation:
         if provider_delay is not None and provider_delay > policy.max_delay_ms:
             provider_delay = None  # always mode ignores an over-cap Retry-After
         key = ChainKey(ctx.turn, ctx.step, ctx.provider, policy_key(policy))
-        previous = await find_previous_retry(ctx.log, ctx.session_id, key)
-        return await self._schedule(ctx, policy, key, previous, provider_delay)
+        previous, next_seq = await read_retry_chain(ctx.log, ctx.session_id, key)
+        return await self._schedule(ctx, policy, key, previous, next_seq, provider_delay)
 
     async def _schedule(
         self,
@@ -223,9 +223,13 @@ class _Installation:
         policy: RetryPolicy,
         key: ChainKey,
         previous: LlmRetry | None,
+        next_seq: int,
         provider_delay: float | None,
     ) -> Retry | None:
-        """Record `llm/retry` durably, wait cancellably, record `llm/retry-started` (C16)."""
+        """Record `llm/retry` durably, wait cancellably, record `llm/retry-started` (C16).
+
+        The record is appended only if the log still ends where the count was read (`next_seq`):
+        two writers deciding from the same state cannot both spend one retry (`STALE_WRITE`)."""
         if self.aborted(ctx):
             return None
         retry = 1 if previous is None else previous.retry + 1
@@ -243,7 +247,7 @@ class _Installation:
             max_retries=policy.max_retries if isinstance(policy, NormalRetryPolicy) else None,
             delay_ms=delay,
         )
-        await ctx.log.append(ctx.session_id, record, barrier=True)
+        await ctx.log.append(ctx.session_id, record, barrier=True, expect_seq=next_seq)
         if self.aborted(ctx):
             return None  # cancelled while the record was being written: no timer at all
         if not await self._wait(delay, ctx):

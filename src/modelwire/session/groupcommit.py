@@ -22,7 +22,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeAlias, TypeVar
 
 from ..errors import ErrorCode, HarnessError
-from .log import Row, SessionInfo, SessionLog, StoredRow
+from .log import Row, SessionInfo, SessionLog, StoredRow, stale_write
 
 __all__ = ["GroupCommitLog", "PendingRow", "session_updates"]
 
@@ -120,7 +120,14 @@ class GroupCommitLog(SessionLog):
 
     # ---- SessionLog primitives ---------------------------------------------------------------
 
-    async def _store(self, session_id: str, rows: Sequence[Row], *, barrier: bool) -> int:
+    async def _store(
+        self,
+        session_id: str,
+        rows: Sequence[Row],
+        *,
+        barrier: bool,
+        expect_seq: int | None = None,
+    ) -> int:
         if (
             not barrier
             and self._broken is None
@@ -129,10 +136,14 @@ class GroupCommitLog(SessionLog):
             and session_id in self._next
             and len(self._pending) + len(rows) < self._commit_rows
         ):
-            first = self._buffer(session_id, rows)  # fast path: no I/O, no suspension
+            # fast path: no I/O, no suspension; the session is locked by this instance's open
+            # transaction, so its next seq in memory is the stored truth
+            if expect_seq is not None and expect_seq != self._next[session_id]:
+                raise stale_write(session_id, expect_seq, self._next[session_id])
+            first = self._buffer(session_id, rows)
             self._txn_rows += len(rows)
             return first
-        return await self._shielded(self._store_slow(session_id, rows, barrier))
+        return await self._shielded(self._store_slow(session_id, rows, barrier, expect_seq))
 
     async def _flush(self) -> None:
         await self._shielded(self._locked(self._commit, durable=True))
@@ -174,10 +185,14 @@ class GroupCommitLog(SessionLog):
         self._next[session_id] = seq
         return first
 
-    async def _store_slow(self, session_id: str, rows: Sequence[Row], barrier: bool) -> int:
+    async def _store_slow(
+        self, session_id: str, rows: Sequence[Row], barrier: bool, expect_seq: int | None
+    ) -> int:
         async with self._gate:
             self._check_usable()
             await self._reserve(session_id)
+            if expect_seq is not None and expect_seq != self._next[session_id]:
+                raise stale_write(session_id, expect_seq, self._next[session_id])
             first = self._buffer(session_id, rows)
             # Until this returns, these rows are not acknowledged: a failing commit below raises
             # to this caller and only breaks the log if earlier, acknowledged rows were lost.

@@ -49,6 +49,7 @@ from .events import (
     event_types,
     register_event_type,
 )
+from .ids import check_session_id
 
 __all__ = [
     "AbortCause",
@@ -80,6 +81,7 @@ __all__ = [
     "UserMessage",
     "decode_event_data",
     "encode_event_data",
+    "stale_write",
     "event_type_of",
     "event_types",
     "register_event_type",
@@ -105,12 +107,14 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _check_session_id(session_id: object) -> str:
-    if not isinstance(session_id, str) or not session_id:
-        raise HarnessError(
-            f"session id must be a non-empty string, got {session_id!r}", ErrorCode.INVALID_ARGS
-        )
-    return session_id
+def stale_write(session_id: str, expected: int, actual: int) -> HarnessError:
+    """The `STALE_WRITE` refusal of a conditional append (another writer moved the session on)."""
+    return HarnessError(
+        f"session {session_id!r} moved on since the decision was derived: expected to append at "
+        f"seq {expected}, the session now has {actual} event(s) (another writer appended "
+        "meanwhile); nothing was written",
+        ErrorCode.STALE_WRITE,
+    )
 
 
 class SessionLog(ABC):
@@ -128,19 +132,38 @@ class SessionLog(ABC):
     # ---- public API --------------------------------------------------------------------------
 
     async def append(
-        self, session_id: str, data: msgspec.Struct, *, barrier: bool = False
+        self,
+        session_id: str,
+        data: msgspec.Struct,
+        *,
+        barrier: bool = False,
+        expect_seq: int | None = None,
     ) -> Event:
         """Validate, encode and append one event; returns it with its assigned seq.
 
         With `barrier=True` the event (and everything appended before it) is durable on return.
+        With `expect_seq` the append is conditional (see `append_many`).
         """
-        return (await self.append_many(session_id, (data,), barrier=barrier))[0]
+        return (
+            await self.append_many(session_id, (data,), barrier=barrier, expect_seq=expect_seq)
+        )[0]
 
     async def append_many(
-        self, session_id: str, datas: Iterable[msgspec.Struct], *, barrier: bool = False
+        self,
+        session_id: str,
+        datas: Iterable[msgspec.Struct],
+        *,
+        barrier: bool = False,
+        expect_seq: int | None = None,
     ) -> list[Event]:
-        """Append several events atomically with contiguous seqs (all or none); returns them."""
-        sid = _check_session_id(session_id)
+        """Append several events atomically with contiguous seqs (all or none); returns them.
+
+        `expect_seq` makes the append conditional on the log state a decision was derived from:
+        the first event must get exactly that seq (the session's event count when it was read),
+        checked atomically with the write. If another writer appended meanwhile nothing is
+        written and `HarnessError` `STALE_WRITE` is raised.
+        """
+        sid = check_session_id(session_id)
         self._check_open()
         items = list(datas)
         if not items:
@@ -150,7 +173,12 @@ class SessionLog(ABC):
         for data in items:
             name, raw = encode_event_data(sid, data)
             rows.append((name, now, raw))
-        first = await self._store(sid, rows, barrier=barrier)
+        if expect_seq is not None and (type(expect_seq) is not int or expect_seq < 0):
+            raise HarnessError(
+                f"expect_seq must be a non-negative integer, got {expect_seq!r}",
+                ErrorCode.INVALID_ARGS,
+            )
+        first = await self._store(sid, rows, barrier=barrier, expect_seq=expect_seq)
         return [
             Event(first + i, name, now, data)
             for i, ((name, _, _), data) in enumerate(zip(rows, items, strict=True))
@@ -169,7 +197,7 @@ class SessionLog(ABC):
         An unknown session raises `SESSION_NOT_FOUND`; a stored payload that no longer matches its
         registered type (or an unregistered type) raises `INVALID_EVENT` naming session and seq.
         """
-        sid = _check_session_id(session_id)
+        sid = check_session_id(session_id)
         self._check_open()
         if from_seq < 0 or (to_seq is not None and to_seq < from_seq):
             raise HarnessError(
@@ -183,7 +211,7 @@ class SessionLog(ABC):
 
     async def latest(self, session_id: str, type: str) -> Event | None:
         """The event of type `type` with the highest seq, or None (also for an unknown session)."""
-        sid = _check_session_id(session_id)
+        sid = check_session_id(session_id)
         self._check_open()
         row = await self._load_latest(sid, type)
         return None if row is None else self._decode(sid, row)
@@ -195,7 +223,7 @@ class SessionLog(ABC):
 
     async def exists(self, session_id: str) -> bool:
         """True when the session has at least one event."""
-        sid = _check_session_id(session_id)
+        sid = check_session_id(session_id)
         self._check_open()
         return await self._exists(sid)
 
@@ -242,8 +270,18 @@ class SessionLog(ABC):
     # ---- storage primitives (the backend contract) -------------------------------------------
 
     @abstractmethod
-    async def _store(self, session_id: str, rows: Sequence[Row], *, barrier: bool) -> int:
+    async def _store(
+        self,
+        session_id: str,
+        rows: Sequence[Row],
+        *,
+        barrier: bool,
+        expect_seq: int | None = None,
+    ) -> int:
         """Store `rows` (non-empty) at the end of `session_id`; return the seq given to `rows[0]`.
+
+        With `expect_seq` set, store nothing and raise `stale_write(...)` unless `rows[0]` would
+        get exactly that seq (checked under the same lock/transaction as the write).
 
         Contract:
         - Seqs are contiguous from 0 per session: `rows[i]` gets `first_seq + i`, and `first_seq`

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .log import Row, SessionInfo, SessionLog, StoredRow
+from .log import Row, SessionInfo, SessionLog, StoredRow, stale_write
 
 __all__ = ["MemoryLog"]
 
@@ -28,11 +28,20 @@ class MemoryLog(SessionLog):
         """`memory:`."""
         return "memory:"
 
-    async def _store(self, session_id: str, rows: Sequence[Row], *, barrier: bool) -> int:
+    async def _store(
+        self,
+        session_id: str,
+        rows: Sequence[Row],
+        *,
+        barrier: bool,
+        expect_seq: int | None = None,
+    ) -> int:
         session = self._sessions.get(session_id)
+        first = 0 if session is None else len(session.rows)
+        if expect_seq is not None and expect_seq != first:
+            raise stale_write(session_id, expect_seq, first)
         if session is None:
             session = self._sessions[session_id] = _Session()
-        first = len(session.rows)
         # No await between reading the count and appending: atomic within the event loop.
         for offset, (name, at, raw) in enumerate(rows):
             seq = first + offset
