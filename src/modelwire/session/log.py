@@ -81,10 +81,10 @@ __all__ = [
     "UserMessage",
     "decode_event_data",
     "encode_event_data",
-    "stale_write",
     "event_type_of",
     "event_types",
     "register_event_type",
+    "stale_write",
 ]
 
 Row: TypeAlias = tuple[str, int, bytes]
