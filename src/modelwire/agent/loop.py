@@ -10,6 +10,7 @@ it. One turn per session runs at a time per agent instance.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -130,6 +131,7 @@ class Agent:
         reasoning_effort: str | None = None,
         temperature: float | None = None,
         repair_after_ms: float = DEFAULT_REPAIR_AFTER_MS,
+        cancel_grace_ms: float = 2_000.0,
         clock: Callable[[], int] | None = None,
     ) -> None:
         self.max_tokens = _check_max_tokens(max_tokens)
@@ -139,6 +141,12 @@ class Agent:
                 ErrorCode.INVALID_CONFIG,
             )
         self.repair_after_ms = float(repair_after_ms)
+        if not isinstance(cancel_grace_ms, (int, float)) or not cancel_grace_ms > 0:
+            raise HarnessError(
+                f"agent cancel_grace_ms must be a number > 0, got {cancel_grace_ms!r}",
+                ErrorCode.INVALID_CONFIG,
+            )
+        self.cancel_grace_ms = float(cancel_grace_ms)
         self.clock: Callable[[], int] = clock or _now_ms
         self.runtime = runtime
         self.log = log
@@ -308,9 +316,12 @@ class Agent:
         except TurnCancelled:
             reason = TurnAborted(AbortCause(signal.cause or "user", signal.reason))
         except asyncio.CancelledError:
-            await self._end(
-                sid, turn, TurnAborted(AbortCause(signal.cause or "user", signal.reason))
-            )
+            # Bounded whatever the log does: a stalled log gets `cancel_grace_ms` to take the
+            # turn/end (the write goes on in the background); a turn left open is repaired later.
+            aborted = TurnAborted(AbortCause(signal.cause or "user", signal.reason))
+            with contextlib.suppress(TimeoutError, HarnessError):
+                async with asyncio.timeout(self.cancel_grace_ms / 1000.0):
+                    await self._end(sid, turn, aborted)
             raise
         finally:
             self._signals.pop(sid, None)

@@ -29,6 +29,7 @@ from typing import Final
 
 import msgspec
 
+from ..vocab.redacted import hidden_repr, hidden_rich_repr, hidden_settings
 from .errors import fail
 
 __all__ = [
@@ -61,12 +62,27 @@ class DefaultRoute(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
 
 
 class CliConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """A parsed config file; `path` is where it came from (None: no file)."""
+    """A parsed config file; `path` is where it came from (None: no file).
+
+    Its repr hides a literal `api_key` and every header value of the adapter sections.
+    """
 
     default: DefaultRoute = msgspec.field(default_factory=DefaultRoute)
     deepseek: dict[str, object] = msgspec.field(default_factory=dict)
     providers: dict[str, dict[str, object]] = msgspec.field(default_factory=dict)
     path: str | None = None
+
+    def _hidden_fields(self) -> dict[str, object]:
+        return {
+            "deepseek": hidden_settings(self.deepseek),
+            "providers": hidden_settings(self.providers),
+        }
+
+    def __repr__(self) -> str:
+        return hidden_repr(self, self._hidden_fields())
+
+    def __rich_repr__(self) -> list[tuple[str, object]]:
+        return hidden_rich_repr(self, self._hidden_fields())
 
 
 def default_config_path() -> Path:

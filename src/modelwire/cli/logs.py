@@ -14,8 +14,9 @@ __all__ = ["open_cli_log", "shown_url"]
 
 
 def shown_url(url: str) -> str:
-    """`url` as printed: unchanged (copy-pasteable) unless it carries credentials to hide."""
-    return redact_url(url) if "@" in url or "?" in url else url
+    """`url` as printed: unchanged (copy-pasteable) unless it carries credentials to hide
+    (a password, a query string or a fragment; see `redact_url`)."""
+    return redact_url(url)
 
 
 @asynccontextmanager

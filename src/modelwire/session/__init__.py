@@ -7,8 +7,6 @@ lazily. Each backend class provides `async classmethod open(url: str) -> Self`.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from ..errors import ErrorCode, HarnessError
 from .events import (
     AbortCause,
@@ -39,6 +37,7 @@ from .events import (
 )
 from .log import SessionInfo, SessionLog
 from .memory import MemoryLog
+from .urls import redact_url, url_secrets
 
 __all__ = [
     "AbortCause",
@@ -71,32 +70,21 @@ __all__ = [
     "open_log",
     "redact_url",
     "register_event_type",
+    "url_secrets",
 ]
-
-
-def redact_url(url: str) -> str:
-    """`url` with any password (and query string, which may carry one) removed, for messages."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable log URL>"
-    netloc = parts.netloc
-    if "@" not in netloc and not parts.query:
-        return url  # nothing secret to remove; keep the spelling (e.g. `sqlite:////abs.db`) as is
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}@{host}" if user else host
-    return f"{parts.scheme}://{netloc}{parts.path}"
 
 
 async def open_log(url: str) -> SessionLog:
     """Open the session log named by `url` (`memory:`, `sqlite:///path.db`, `postgresql://…`).
 
-    An unknown scheme raises `HarnessError` `LOG_UNAVAILABLE` naming the URL without credentials.
+    An unknown scheme raises `HarnessError` `LOG_UNAVAILABLE` naming the URL without credentials;
+    no failure message, the backends' and their drivers' included, carries the URL's password
+    or a credential-looking query value (`redact_url`, `url_secrets`).
     """
     if not isinstance(url, str):
-        raise HarnessError(f"log URL must be a string, got {url!r}", ErrorCode.LOG_UNAVAILABLE)
+        raise HarnessError(
+            f"log URL must be a string, got {type(url).__name__}", ErrorCode.LOG_UNAVAILABLE
+        )
     scheme = url.split(":", 1)[0].lower() if ":" in url else ""
     if scheme == "memory" and url.lower() in ("memory:", "memory://"):
         return MemoryLog()

@@ -22,6 +22,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeAlias, TypeVar
 
 from ..errors import ErrorCode, HarnessError
+from .deadline import Stalled, within
 from .log import Row, SessionInfo, SessionLog, StoredRow, stale_write
 
 __all__ = ["GroupCommitLog", "PendingRow", "session_updates"]
@@ -45,8 +46,12 @@ class GroupCommitLog(SessionLog):
         commit_rows: int,
         commit_interval_ms: float,
         clock: Callable[[], int] | None = None,
+        io_timeout_s: float | None = None,
     ) -> None:
         super().__init__(clock=clock)
+        if io_timeout_s is not None and not io_timeout_s > 0:
+            raise HarnessError("io_timeout_s must be > 0 (or None)", ErrorCode.INVALID_ARGS)
+        self._io_timeout = io_timeout_s
         if commit_rows < 1 or commit_interval_ms <= 0:
             raise HarnessError(
                 "commit_rows must be >= 1 and commit_interval_ms > 0", ErrorCode.INVALID_ARGS
@@ -117,6 +122,17 @@ class GroupCommitLog(SessionLog):
     @abstractmethod
     def _storage_error(self, exc: BaseException, action: str) -> HarnessError:
         """Translate a driver exception raised while doing `action` into a `HarnessError`."""
+
+    def _abandon(self) -> None:
+        """Drop the connection at once, without waiting for the server (after a stall)."""
+
+    async def _bounded(self, awaitable: Coroutine[Any, Any, _T], action: str) -> _T:
+        """One storage operation under the client-side deadline `io_timeout_s`, if set."""
+        if self._io_timeout is None:
+            return await awaitable
+        return await within(
+            awaitable, self._io_timeout, where=self.describe(), action=action, abandon=self._abandon
+        )
 
     # ---- SessionLog primitives ---------------------------------------------------------------
 
@@ -221,7 +237,7 @@ class GroupCommitLog(SessionLog):
 
     async def _begin(self) -> None:
         try:
-            await self._tx_begin()
+            await self._bounded(self._tx_begin(), "begin a transaction")
         except HarnessError:
             raise
         except Exception as exc:
@@ -236,7 +252,7 @@ class GroupCommitLog(SessionLog):
     async def _guard(self, awaitable: Coroutine[Any, Any, _T], action: str) -> _T:
         """Run a transaction step; on failure roll back and, if seqs were handed out, break."""
         try:
-            return await awaitable
+            return await self._bounded(awaitable, action)
         except BaseException as exc:
             error = exc if isinstance(exc, HarnessError) else self._storage_error(exc, action)
             await self._abort(error)  # raises the "broken" error when rows were lost
@@ -271,7 +287,7 @@ class GroupCommitLog(SessionLog):
         if not self._txn_open:
             if durable and self._unsynced:
                 try:
-                    await self._tx_sync()
+                    await self._bounded(self._tx_sync(), "sync")
                 except HarnessError:
                     raise
                 except Exception as exc:
@@ -293,7 +309,11 @@ class GroupCommitLog(SessionLog):
         if self._txn_open:
             await self._write_pending()  # read-your-writes: the open transaction sees its rows
         try:
-            return await query(*args)
+            return await self._bounded(query(*args), "read")
+        except Stalled as stalled:
+            if self._txn_open:  # the abandoned connection took the open transaction with it
+                await self._abort(stalled)
+            raise
         except HarnessError:
             raise
         except Exception as exc:

@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import ErrorCode, HarnessError
 from .groupcommit import GroupCommitLog, PendingRow, session_updates
 from .log import SessionInfo, StoredRow
+from .urls import redact_url, url_secrets
 
 if TYPE_CHECKING:
     import psycopg
@@ -79,8 +80,8 @@ def describe_postgres_url(url: str) -> str:
         host = parts.hostname or "localhost"
         port = f":{parts.port}" if parts.port else ""
         user = f"{unquote(parts.username)}@" if parts.username else ""
-    except ValueError:
-        return "postgresql://<unparseable URL>"
+    except ValueError:  # still name what can be named, without the password
+        return redact_url(url)
     return f"postgresql://{user}{host}{port}{parts.path or '/'}"
 
 
@@ -99,18 +100,20 @@ class PostgresLog(GroupCommitLog):
         commit_interval_ms: float,
         connect_timeout_s: float,
         lock_timeout_ms: int,
+        statement_timeout_ms: int = 30_000,
+        io_timeout_s: float = 45.0,
         clock: Callable[[], int] | None = None,
     ) -> None:
         super().__init__(
-            commit_rows=commit_rows, commit_interval_ms=commit_interval_ms, clock=clock
+            commit_rows=commit_rows,
+            commit_interval_ms=commit_interval_ms,
+            clock=clock,
+            io_timeout_s=io_timeout_s,
         )
+        self._statement_timeout_ms = statement_timeout_ms
         self._url = url
         self._where = describe_postgres_url(url)
-        try:
-            password = urlsplit(url).password
-        except ValueError:
-            password = None
-        self._secrets = tuple(s for s in {password, unquote(password or "")} if s)
+        self._secrets = url_secrets(url)  # parsed or not: a driver message may quote the URL
         self._connect_timeout_s = connect_timeout_s
         self._lock_timeout_ms = lock_timeout_ms
         self._psycopg: Any = None
@@ -125,12 +128,18 @@ class PostgresLog(GroupCommitLog):
         commit_interval_ms: float = 10.0,
         connect_timeout_s: float = 10.0,
         lock_timeout_ms: int = 30_000,
+        statement_timeout_ms: int = 30_000,
+        io_timeout_s: float = 45.0,
         clock: Callable[[], int] | None = None,
     ) -> Self:
         """Connect, create or check the schema, and return the log.
 
         Missing psycopg or an unreachable server raises `LOG_UNAVAILABLE` naming host and
-        database; tables of another schema version raise `LOG_CORRUPT`.
+        database; tables of another schema version raise `LOG_CORRUPT`. Every operation is
+        bounded twice: on the server (`lock_timeout_ms`, `statement_timeout_ms`) and on the
+        client (`io_timeout_s`, which covers a frozen server or network the server-side limits
+        cannot see; keep it above the other two). Past it the operation fails with
+        `LOG_UNAVAILABLE` naming the stall, and the connection is dropped.
         """
         log = cls(
             url,
@@ -138,12 +147,14 @@ class PostgresLog(GroupCommitLog):
             commit_interval_ms=commit_interval_ms,
             connect_timeout_s=connect_timeout_s,
             lock_timeout_ms=lock_timeout_ms,
+            statement_timeout_ms=statement_timeout_ms,
+            io_timeout_s=io_timeout_s,
             clock=clock,
         )
         log._psycopg = _import_psycopg()
         try:
-            await log._connect()
-            await log._ensure_schema()
+            await log._bounded(log._connect(), "connect")
+            await log._bounded(log._ensure_schema(), "create or check the schema")
         except BaseException:
             await log._release()
             raise
@@ -182,6 +193,12 @@ class PostgresLog(GroupCommitLog):
         self._conn = conn
         await conn.execute("SET synchronous_commit = on")
         await conn.execute(f"SET lock_timeout = {int(self._lock_timeout_ms)}")
+        await conn.execute(f"SET statement_timeout = {int(self._statement_timeout_ms)}")
+
+    def _abandon(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.pgconn.finish()  # close the socket now: a stalled server is not waited for
 
     async def _db(self) -> psycopg.AsyncConnection[Any]:
         """The connection, reconnecting once if it broke while no transaction was open."""

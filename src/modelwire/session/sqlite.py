@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +28,7 @@ from typing import Final, Self, TypeVar
 from ..errors import ErrorCode, HarnessError
 from .groupcommit import GroupCommitLog, PendingRow, session_updates
 from .log import SessionInfo, StoredRow
+from .urls import redact_url
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteLog", "sqlite_path_from_url"]
 
@@ -75,15 +77,15 @@ def sqlite_path_from_url(url: str) -> str:
     prefix = "sqlite:///"
     if not url[: len(prefix)].lower() == prefix or "?" in url or "#" in url:
         raise HarnessError(
-            f"invalid SQLite log URL {url!r}: expected sqlite:///relative.db or "
+            f"invalid SQLite log URL {redact_url(url)!r}: expected sqlite:///relative.db or "
             "sqlite:////absolute/path.db (no query string)",
             ErrorCode.LOG_UNAVAILABLE,
         )
     path = url[len(prefix) :]
     if not path or path == ":memory:":
         raise HarnessError(
-            f"invalid SQLite log URL {url!r}: a file path is required (use memory: for a "
-            "process-local log)",
+            f"invalid SQLite log URL {redact_url(url)!r}: a file path is required "
+            "(use memory: for a process-local log)",
             ErrorCode.LOG_UNAVAILABLE,
         )
     return path
@@ -171,6 +173,8 @@ class SqliteLog(GroupCommitLog):
             code = ErrorCode.LOG_CORRUPT
         else:
             code = ErrorCode.LOG_UNAVAILABLE
+        if isinstance(exc, sqlite3.Error) and _disk_full(exc, self._path):
+            text = f"the disk holding it is full ({text})"
         return HarnessError(
             f"SQLite session log {self._path}: cannot {action}: {text}", code, cause=exc
         )
@@ -238,7 +242,8 @@ class SqliteLog(GroupCommitLog):
         try:
             return self._w_is_initialized()
         finally:
-            conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (a full disk): never let that mask the cause
+            self._w_rollback()
 
     def _w_is_initialized(self) -> bool:
         """True for a modelwire log; False for an empty database; `LOG_CORRUPT` for anything else."""
@@ -426,6 +431,20 @@ class SqliteLog(GroupCommitLog):
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+
+
+def _disk_full(exc: sqlite3.Error, path: str) -> bool:
+    """SQLITE_FULL, or an I/O error (SQLite reports a failed -wal/-shm write as one) while the
+    file system holding `path` has no room left."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    if code == 13:  # SQLITE_FULL
+        return True
+    if code != 10:  # SQLITE_IOERR
+        return False
+    try:
+        return shutil.disk_usage(Path(path).parent).free < 64 * 1024
+    except OSError:
+        return False
 
 
 def _looks_corrupt(text: str) -> bool:

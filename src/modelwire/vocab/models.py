@@ -6,6 +6,8 @@ from typing import Literal, TypeAlias
 
 import msgspec
 
+from .redacted import hidden, hidden_repr, hidden_rich_repr
+
 __all__ = [
     "ConfigurableProvider",
     "DiscoveredModel",
@@ -93,11 +95,10 @@ class ModelDiscoveryRequest(msgspec.Struct, frozen=True, omit_defaults=True, kw_
     api_key: str | None = None
 
     def __repr__(self) -> str:
-        key = "None" if self.api_key is None else "'***'"
-        return (
-            f"ModelDiscoveryRequest(provider={self.provider!r}, base_url={self.base_url!r}, "
-            f"api={self.api!r}, api_key={key})"
-        )
+        return hidden_repr(self, {"api_key": hidden(self.api_key)})
+
+    def __rich_repr__(self) -> list[tuple[str, object]]:
+        return hidden_rich_repr(self, {"api_key": hidden(self.api_key)})
 
 
 class DiscoveredModel(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):

@@ -8,6 +8,7 @@ and where the key came from (an environment variable or the `api_key` option), n
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import ClassVar, Final, Literal, TypeAlias
 
@@ -53,14 +54,18 @@ ApiKeyCheck: TypeAlias = ApiKeyAccepted | ApiKeyRejected
 _CREDENTIAL_HEADERS: Final = frozenset(
     {"authorization", "proxy-authorization", "x-api-key", "api-key", "cf-aig-authorization"}
 )
+_CREDENTIAL_NAME: Final = re.compile(r"(?i)auth|key|token|secret|passw|cookie|signature")
 
 
 def credential_values(headers: Mapping[str, str]) -> tuple[str, ...]:
-    """The secrets a request's headers carry: each credential header's value, and the token
-    after its auth scheme (``Bearer <token>``), so both can be redacted from any text."""
+    """The secrets a request's headers carry, so they can be redacted from any text: each
+    credential header's value (the known names, and any name that looks like one, such as a
+    configured ``X-Gateway-Token``) and the token after its auth scheme (``Bearer <token>``)."""
     found: list[str] = []
     for name, value in headers.items():
-        if name.lower() in _CREDENTIAL_HEADERS and value.strip():
+        lowered = name.lower()
+        credential = lowered in _CREDENTIAL_HEADERS or _CREDENTIAL_NAME.search(lowered)
+        if credential and value.strip():
             found.append(value.strip())
             scheme, _, token = value.strip().partition(" ")
             if token.strip() and scheme.isalpha():

@@ -5,6 +5,14 @@
 ``RATE_LIMIT``; 400 with context-overflow wording ``CONTEXT_WINDOW_EXCEEDED``, else
 ``INVALID_REQUEST``; 5xx ``SERVER``; anything else ``HTTP_<status>``. The message names the
 provider and the status and carries the provider's own error text, with credentials redacted.
+
+Every field of a failure that came from the provider is kept free of credentials, not only the
+message: `redact_failure` scrubs message, code and request id. Every adapter's non-2xx answer
+reaches `failure_for_status` through `stream_post`, which hands it the request's credentials;
+the DeepSeek translator scrubs its in-stream failures the same way (the providers' translators
+build in-stream failures whose only provider text is the message, redacted in
+`protocols/common.py`). A request id that carries a secret is dropped (it would be useless for
+correlation anyway), and a code that does becomes ``UNKNOWN``.
 """
 
 from __future__ import annotations
@@ -24,12 +32,14 @@ from ..errors import (
     is_context_window_exceeded_error,
     is_quota_exceeded_error,
 )
+from ..vocab import LlmFailure
 
 __all__ = [
     "error_detail",
     "failure_for_status",
     "http_error_code",
     "parse_retry_after",
+    "redact_failure",
     "redact_secrets",
     "request_id_from",
 ]
@@ -92,31 +102,59 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     return ms
 
 
-def request_id_from(headers: Mapping[str, str], fallback_names: Iterable[str] = ()) -> str | None:
+def request_id_from(
+    headers: Mapping[str, str], fallback_names: Iterable[str] = (), *, secrets: Iterable[str] = ()
+) -> str | None:
     """The provider request id: ``x-request-id``, else the first present `fallback_names` header.
 
-    An empty header value counts as absent.
+    An empty header value counts as absent, and so does one that carries any of `secrets` or
+    anything shaped like an API key (a proxy that echoes the caller's key into the request id
+    header must not turn the key into a logged id): the next candidate header is tried.
     """
-    found = _header(headers, "x-request-id")
-    if found is not None:
-        return found
-    for name in fallback_names:
-        found = _header(headers, name.lower())
-        if found is not None:
+    kept = tuple(secret for secret in secrets if secret)
+    for name in ("x-request-id", *(n.lower() for n in fallback_names)):
+        found = _header(headers, name)
+        if found is not None and redact_secrets(found, kept) == found:
             return found
     return None
 
 
 def redact_secrets(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every one of `secrets`, and anything shaped like an API key or a Bearer
-    token, replaced by ``[redacted]`` (for provider-supplied text that becomes a message)."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
+    """`text` with every one of `secrets` (in any letter case), and anything shaped like an API
+    key or a Bearer token, replaced by ``[redacted]`` (for provider text that becomes a message)."""
+    kept = sorted({secret for secret in secrets if secret}, key=len, reverse=True)
+    if kept:
+        pattern = "|".join(re.escape(secret) for secret in kept)
+        text = re.sub(pattern, "[redacted]", text, flags=re.IGNORECASE)
     return _SECRET_SHAPES.sub("[redacted]", text)
 
 
 _redact = redact_secrets
+
+
+def redact_failure(failure: LlmFailure, secrets: Iterable[str]) -> LlmFailure:
+    """`failure` with no field carrying any of `secrets` (or anything shaped like a key).
+
+    The message is redacted; a request id that carries a secret becomes None; a code that does
+    becomes ``UNKNOWN``. Returns `failure` itself when nothing had to change.
+    """
+    kept = tuple(secret for secret in secrets if secret)
+    message = _redact(failure.message, kept)
+    code = failure.code
+    if _redact(code, kept) != code:
+        code = ErrorCode.UNKNOWN
+    request_id = failure.request_id
+    if request_id is not None and _redact(request_id, kept) != request_id:
+        request_id = None
+    if (message, code, request_id) == (failure.message, failure.code, failure.request_id):
+        return failure
+    return LlmFailure(
+        message,
+        code,
+        status=failure.status,
+        provider_retry_after_ms=failure.provider_retry_after_ms,
+        request_id=request_id,
+    )
 
 
 def _parse(body_text: str) -> tuple[str | None, str, bool]:
@@ -185,8 +223,11 @@ def failure_for_status(
 
     Carries `status`, ``provider_retry_after_ms`` from ``Retry-After`` and the request id. The
     message is ``<provider> API error (HTTP <status>)`` plus ``: <provider error text>`` when the
-    body has one; any of `secrets` (and anything shaped like an API key) is redacted from it.
+    body has one. No field carries any of `secrets` (or anything shaped like an API key): the
+    text is redacted before it is shortened (a key cut in half would survive), and a request id
+    header that echoes a secret is skipped (`request_id_from`).
     """
+    kept = tuple(secret for secret in secrets if secret)
     provider_message, detail, parsed = _parse(body_text)
     code = http_error_code(status, detail)
     text = provider_message
@@ -194,14 +235,16 @@ def failure_for_status(
         text = _plain_text(body_text)
     message = f"{provider} API error (HTTP {status})"
     if text:
+        text = _redact(text, kept)
         if len(text) > _MAX_TEXT:
             text = text[:_MAX_TEXT] + "…"
-        message = f"{message}: {_redact(text, secrets)}"
+        message = f"{message}: {text}"
     valid_status = status if 100 <= status <= 599 else None
-    return LlmError(
+    failure = LlmFailure(
         message,
         code,
         status=valid_status,
         provider_retry_after_ms=parse_retry_after(_header(headers, "retry-after"), now=now),
-        request_id=request_id_from(headers, fallback_request_id_headers),
+        request_id=request_id_from(headers, fallback_request_id_headers, secrets=kept),
     )
+    return LlmError.from_failure(redact_failure(failure, kept))

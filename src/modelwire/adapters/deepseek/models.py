@@ -23,6 +23,7 @@ from ...vocab import (
     ReasoningEffortInfo,
     ResolvedModelInfo,
 )
+from ...vocab.redacted import hidden, hidden_env, hidden_repr, hidden_rich_repr
 from ...wire.urls import http_url_problem
 from ...wire.watchdog import MAX_IDLE_TIMEOUT_MS
 
@@ -85,7 +86,10 @@ DEFAULT_MODELS: Final[tuple[DeepSeekModel, ...]] = (
 
 
 class DeepSeekConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """One validated configuration snapshot; a `stream()` call uses one snapshot throughout."""
+    """One validated configuration snapshot; a `stream()` call uses one snapshot throughout.
+
+    Its repr hides the literal `api_key` and the `env` mapping (it may hold every key).
+    """
 
     base_url: str
     api_key: str | None
@@ -98,6 +102,15 @@ class DeepSeekConfig(msgspec.Struct, frozen=True, kw_only=True):
     retry_policy: RetryPolicy
     reasoning_passback: ReasoningPassback
     env: Mapping[str, str] | None
+
+    def _hidden_fields(self) -> dict[str, object]:
+        return {"api_key": hidden(self.api_key), "env": hidden_env(self.env)}
+
+    def __repr__(self) -> str:
+        return hidden_repr(self, self._hidden_fields())
+
+    def __rich_repr__(self) -> list[tuple[str, object]]:
+        return hidden_rich_repr(self, self._hidden_fields())
 
 
 def _fail(message: str, code: str = ErrorCode.INVALID_CONFIG) -> LlmError:

@@ -38,7 +38,7 @@ from ...vocab import (
     ToolCalls,
     UsageChunk,
 )
-from ...wire.status import http_error_code, redact_secrets
+from ...wire.status import http_error_code, redact_failure, redact_secrets
 
 __all__ = ["DONE", "EMPTY_RESPONSE_MESSAGE", "Translator", "map_finish_reason"]
 
@@ -132,7 +132,7 @@ def _map_usage(u: _Usage) -> TokenUsage:
 
 
 def _stream_error(err: _StreamError, secrets: tuple[str, ...]) -> Error:
-    message = redact_secrets(err.message or "DeepSeek stream reported an error", secrets)
+    message = err.message or "DeepSeek stream reported an error"
     detail = " ".join(str(v) for v in (err.code, err.type, err.message) if v)
     if isinstance(err.code, int) and 400 <= err.code <= 599:
         code = http_error_code(err.code, detail)
@@ -144,7 +144,7 @@ def _stream_error(err: _StreamError, secrets: tuple[str, ...]) -> Error:
         code = ErrorCode.RATE_LIMIT
     else:
         code = ErrorCode.SERVER
-    return Error(LlmFailure(f"DeepSeek stream error: {message}", code))
+    return Error(redact_failure(LlmFailure(f"DeepSeek stream error: {message}", code), secrets))
 
 
 class _ToolState:
@@ -204,7 +204,7 @@ class Translator:
             payload = _DECODER.decode(data)
         except msgspec.DecodeError:
             raise LlmError(
-                f"malformed SSE payload: {redact_secrets(data[:120], self._secrets)}",
+                f"malformed SSE payload: {redact_secrets(data, self._secrets)[:120]}",
                 ErrorCode.MALFORMED_RESPONSE,
             ) from None
         if payload.choices:
@@ -226,7 +226,10 @@ class Translator:
                     if delta.tool_calls:
                         self._tool_deltas(delta.tool_calls, out)
                 if choice.finish_reason is not None:
-                    self.finish = map_finish_reason(choice.finish_reason)
+                    finish = map_finish_reason(choice.finish_reason)
+                    if isinstance(finish, Error):  # provider text in the message and code
+                        finish = Error(redact_failure(finish.failure, self._secrets))
+                    self.finish = finish
         if payload.usage is not None:
             self.usage = _map_usage(payload.usage)
         if payload.error is not None:

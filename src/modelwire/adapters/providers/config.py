@@ -21,6 +21,7 @@ import yaml
 
 from ...errors import ErrorCode, HarnessError
 from ...policy import RetryPolicy, resolve_retry_policy
+from ...vocab.redacted import hidden_headers, hidden_repr, hidden_rich_repr
 from ...wire.urls import http_url_problem
 from .compat import LEVELS, MODALITIES, PROTOCOLS
 from .materialize import ModelDescriptor, materialize_models
@@ -69,7 +70,10 @@ _BUDGET_LEVELS: Final = ("minimal", "low", "medium", "high")
 
 
 class ResolvedProfile(msgspec.Struct, frozen=True, kw_only=True):
-    """One validated route: request knobs, captured retry policy and its materialized models."""
+    """One validated route: request knobs, captured retry policy and its materialized models.
+
+    Its repr shows header names only (a profile header may carry the credential).
+    """
 
     route: str
     display_name: str
@@ -85,6 +89,12 @@ class ResolvedProfile(msgspec.Struct, frozen=True, kw_only=True):
     max_request_image_bytes: int
     retry_policy: RetryPolicy
     models: Mapping[str, ModelDescriptor]
+
+    def __repr__(self) -> str:
+        return hidden_repr(self, {"headers": hidden_headers(self.headers)})
+
+    def __rich_repr__(self) -> list[tuple[str, object]]:
+        return hidden_rich_repr(self, {"headers": hidden_headers(self.headers)})
 
 
 def _fail(route: str, text: str) -> HarnessError:

@@ -13,6 +13,7 @@ from typing import Any, Final
 import msgspec
 
 from ...errors import ErrorCode, HarnessError
+from ...vocab.redacted import hidden_headers, hidden_repr, hidden_rich_repr
 from .catalog import CatalogModel, CatalogProvider, load_catalog
 from .compat import LEVELS, MODALITIES, SWITCH_PROTOCOLS, WITHHELD_SWITCHES, switch_value_error
 
@@ -24,7 +25,10 @@ _ENTRY_FIELDS: Final = frozenset(
 
 
 class ModelDescriptor(msgspec.Struct, frozen=True, kw_only=True):
-    """A fully resolved model of one route: what the request path needs to reach it."""
+    """A fully resolved model of one route: what the request path needs to reach it.
+
+    Its repr shows header names only (a configured header may carry a credential).
+    """
 
     id: str
     name: str
@@ -40,6 +44,12 @@ class ModelDescriptor(msgspec.Struct, frozen=True, kw_only=True):
     headers: tuple[tuple[str, str], ...]
     compat: Mapping[str, Any]
     catalog_api: str | None
+
+    def __repr__(self) -> str:
+        return hidden_repr(self, {"headers": hidden_headers(self.headers)})
+
+    def __rich_repr__(self) -> list[tuple[str, object]]:
+        return hidden_rich_repr(self, {"headers": hidden_headers(self.headers)})
 
     @property
     def levels(self) -> tuple[str, ...]:
