@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import NoReturn
+from typing import Never, NoReturn
 
 import msgspec
 
@@ -25,10 +25,14 @@ def render_compact(value: object) -> str:
 
 
 def assert_never(
-    value: object, context: str | None = None, *, code: str = ErrorCode.INVARIANT
+    value: Never, context: str | None = None, *, code: str = ErrorCode.INVARIANT
 ) -> NoReturn:
     """Raise `UnreachableVariantError` (an `AssertionError` and a `HarnessError` with `code`) for
     a value no branch of a closed union handles.
+
+    `value` is typed `Never`, as `typing.assert_never`: a `match` that misses a variant of its
+    union fails `mypy --strict` here, and a value outside the union still fails loudly at run
+    time (with a stable code instead of a bare `AssertionError`).
 
     The message is `unreachable variant` plus ` in <context>` when a non-empty context is given,
     then `: ` and the compact JSON rendering of the value.

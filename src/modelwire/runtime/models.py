@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final, TypeVar
+from typing import TypeVar
 
 import msgspec
 
@@ -23,10 +23,10 @@ from ..vocab import (
     ReasoningEffortInfo,
     ResolvedModelInfo,
 )
+from .validation import MAX_OUTPUT_TOKENS
 
 __all__ = ["check_catalog", "check_model_info", "materialize"]
 
-_MAX_SAFE_INT: Final = 2**53 - 1
 C = TypeVar("C", CallConfig, GenerateOptions)
 
 
@@ -122,12 +122,15 @@ def check_model_info(route: str, model: str, info: ResolvedModelInfo) -> Resolve
             )
         context = ModelContext(int(window))  # type: ignore[call-overload]
     cap: object = getattr(info, "default_max_tokens", None)
-    if cap is not None and not (_integral(cap) and 0 < cap <= _MAX_SAFE_INT):  # type: ignore[operator]
+    # Bounded like a caller's `max_tokens` (validation.MAX_OUTPUT_TOKENS): a default the request
+    # edge would refuse is refused here, on every call path alike.
+    if cap is not None and not (_integral(cap) and 0 < cap <= MAX_OUTPUT_TOKENS):  # type: ignore[operator]
         raise _fail(
             ErrorCode.INVALID_MODEL_MAX_TOKENS,
             route,
             model,
-            f"default_max_tokens must be a positive safe integer, got {cap!r}",
+            f"default_max_tokens must be a positive integer no greater than {MAX_OUTPUT_TOKENS}, "
+            f"got {cap!r}",
         )
     reasoning = _check_reasoning(route, model, getattr(info, "reasoning", None))
     assert isinstance(name, str)

@@ -44,12 +44,19 @@ from .prepared import CONFIG_DRIFT_MESSAGE, PreparedCall
 from .registry import AdapterRegistry, Registration, Route
 from .replay_filter import filter_replay_state
 from .scope import Scope
+from .validation import call_config_problem, options_problem
 
 __all__ = ["LlmRuntime"]
 
 
 def _no_adapter(provider: str) -> LlmError:
     return LlmError(f'no adapter registered for provider "{provider}"', ErrorCode.NO_ADAPTER)
+
+
+def _check_config(config: CallConfig) -> None:
+    problem = call_config_problem(config)
+    if problem is not None:
+        raise LlmError(f"invalid call config: {problem}", ErrorCode.INVALID_OPTION)
 
 
 def _owned(remove: Callable[[], None], scope: Scope | None) -> Callable[[], None]:
@@ -161,19 +168,32 @@ class LlmRuntime:
             raise _no_adapter(provider)
         return check_model_info(provider, model, await route.adapter.resolve_model(provider, model))
 
+    def _route_of(self, config: CallConfig) -> Route | None:
+        provider: object = getattr(config, "provider", None)
+        return self._registry.routes.get(provider) if isinstance(provider, str) else None
+
     def resolve_call_config(self, config: CallConfig) -> Coroutine[Any, Any, CallConfig]:
-        """Materialize adapter defaults into `config` (the same object when nothing changed)."""
-        return self._resolve_config(self._registry.routes.get(config.provider), config)
+        """Materialize adapter defaults into `config` (the same object when nothing changed).
+
+        A malformed config (see `validation`) raises `INVALID_OPTION` when awaited.
+        """
+        return self._resolve_config(self._route_of(config), config)
 
     async def _resolve_config(self, route: Route | None, config: CallConfig) -> CallConfig:
+        _check_config(config)
         info = await self._resolve_on(route, config.provider, config.model)
         return materialize(config, info)
 
     def prepare_call(self, config: CallConfig) -> Coroutine[Any, Any, PreparedCall]:
-        """Resolve `config` once against the current registration and pin both for dispatch."""
-        return self._prepare(self._registry.routes.get(config.provider), config)
+        """Resolve `config` once against the current registration and pin both for dispatch.
+
+        A malformed config (see `validation`) raises `INVALID_OPTION` when awaited, before the
+        adapter is asked anything.
+        """
+        return self._prepare(self._route_of(config), config)
 
     async def _prepare(self, route: Route | None, config: CallConfig) -> PreparedCall:
+        _check_config(config)
         if route is None:
             raise _no_adapter(config.provider)
         info = await self._resolve_on(route, config.provider, config.model)
@@ -215,7 +235,11 @@ class LlmRuntime:
     # ---- calls ---------------------------------------------------------------------------
 
     def stream(self, options: GenerateOptions) -> ChunkStream:
-        """Stream one call through `llm/stream`; adapter failures end in `Finish(Error|Aborted)`."""
+        """Stream one call through `llm/stream`; adapter failures end in `Finish(Error|Aborted)`.
+
+        A malformed request (see `validation`) ends in one `INVALID_OPTION` error finish before
+        any adapter is consulted.
+        """
         return self._dispatch(options, None)
 
     def _dispatch(self, options: GenerateOptions, prepared: PreparedCall | None) -> ChunkStream:
@@ -229,7 +253,11 @@ class LlmRuntime:
     async def _open_adapter(
         self, options: GenerateOptions, prepared: PreparedCall | None
     ) -> AsyncIterator[StreamChunk]:
-        """Failure sites (a)-(c): select the route, resolve, filter replay state, dispatch."""
+        """Failure sites (a)-(c): check the request, select the route, resolve, filter replay
+        state, dispatch."""
+        problem = options_problem(options)
+        if problem is not None:
+            raise LlmError(f"invalid request: {problem}", ErrorCode.INVALID_OPTION)
         if prepared is None:
             route = self._registry.routes.get(options.provider)
             if route is None:

@@ -19,17 +19,21 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import msgspec
 
 from ..errors import ErrorCode, HarnessError
+from ..vocab.json import MAX_JSON_DEPTH, json_nesting_exceeds
 from .events import Event, decode_event_data, encode_event_data
 from .log import Row, SessionLog
 
 __all__ = [
     "EXPORT_FORMAT",
     "EXPORT_VERSION",
+    "MAX_FILE_BYTES",
+    "MAX_LINE_BYTES",
+    "MAX_NESTING_DEPTH",
     "SessionFile",
     "SessionFileHeader",
     "export_session",
@@ -42,6 +46,17 @@ EXPORT_FORMAT: Final = "modelwire-session"
 
 EXPORT_VERSION: Final = 1
 """The `version` of the export format this module writes and reads."""
+
+MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+"""The longest line `load_session_file` reads (64 MiB): one event, far above any recorded one (an
+SSE event is capped at 16 MiB, and a whole message fits a model's context, a few MiB at most)."""
+
+MAX_FILE_BYTES: Final = 1024 * 1024 * 1024
+"""The largest export `load_session_file` reads (1 GiB); every event of it is held in memory."""
+
+MAX_NESTING_DEPTH: Final = MAX_JSON_DEPTH
+"""The deepest JSON nesting of one line (`vocab.json.MAX_JSON_DEPTH`, 256 levels); deeper lines are
+refused before the recursive decoder could exhaust the stack."""
 
 
 class SessionFileHeader(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,71 +98,115 @@ _LINE_DECODER: Final = msgspec.json.Decoder(_EventLine)
 _ENCODER: Final = msgspec.json.Encoder()
 
 
+_MAX_DETAIL: Final = 300
+"""Error details are cut to this many characters: a message never carries the file's content."""
+
+
 def _bad(path: str, line: int | None, detail: str) -> HarnessError:
     where = f"{path}: line {line}" if line is not None else path
+    if len(detail) > _MAX_DETAIL:
+        detail = f"{detail[:_MAX_DETAIL]}…"
     return HarnessError(f"invalid session file {where}: {detail}", ErrorCode.INVALID_REPLAY_FILE)
 
 
-def load_session_file(path: str | os.PathLike[str]) -> SessionFile:
+def load_session_file(
+    path: str | os.PathLike[str],
+    *,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    max_depth: int = MAX_NESTING_DEPTH,
+) -> SessionFile:
     """Read and validate an export written by `export_session` (blocking file I/O).
 
     A missing file, a malformed or truncated line, a missing or out-of-order seq, an unknown event
     type, a payload that does not match its type, or a header count that disagrees raises
-    `INVALID_REPLAY_FILE` naming the file and line.
+    `INVALID_REPLAY_FILE` naming the file and line; so does a file or line over its size cap or a
+    line nested deeper than `max_depth` (checked before the line reaches the JSON decoder). The
+    file is read line by line, never more than one line of `max_line_bytes` at a time; an error
+    never quotes the file's content.
     """
     name = os.fspath(path)
     try:
-        blob = Path(name).read_bytes()
+        with open(name, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > max_file_bytes:
+                raise _bad(name, None, f"is {size} bytes, over the {max_file_bytes}-byte limit")
+            return _load(name, fh, max_line_bytes, max_file_bytes, max_depth)
     except OSError as exc:
         raise _bad(name, None, f"cannot read the file ({exc.strerror or exc})") from exc
-    lines = blob.split(b"\n")
-    unterminated = not blob.endswith(b"\n")
-    last_number = len(lines) if unterminated else len(lines) - 1
+    except MemoryError:
+        raise _bad(name, None, "the file is too large to load (out of memory)") from None
+
+
+def _load(name: str, fh: BinaryIO, max_line: int, max_file: int, max_depth: int) -> SessionFile:
     header: SessionFileHeader | None = None
     events: list[Event] = []
     numbers: list[int] = []
     session_label = "<import>"
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    number = 0
+    total = 0
+    readline = fh.readline
+    while line := readline(max_line + 1):
+        number += 1
+        total += len(line)
+        if total > max_file:
+            raise _bad(name, number, f"the file grows past the {max_file}-byte limit")
+        truncated = not line.endswith(b"\n")  # only the last line can lack its newline
+        if truncated and len(line) > max_line:
+            raise _bad(name, number, f"the line is longer than the {max_line}-byte limit")
+        if line.isspace():
             continue
-        truncated = unterminated and number == last_number
-        if header is None and not events and _is_header(line):
-            header = _parse_header(name, number, line, truncated)
-            session_label = header.session_id or session_label
-            continue
+        if json_nesting_exceeds(line, max_depth):
+            raise _bad(name, number, f"the line nests JSON deeper than {max_depth} levels")
         try:
-            entry = _LINE_DECODER.decode(line)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            if truncated:
-                raise _bad(name, number, f"truncated last line ({exc})") from exc
-            raise _bad(name, number, f"malformed event line ({exc})") from exc
-        expected = len(events)
-        if entry.seq != expected:
-            detail = (
-                f"missing seq {expected} (found seq {entry.seq})"
-                if entry.seq > expected
-                else f"seq {entry.seq} repeats or goes backwards (expected {expected})"
-            )
-            raise _bad(name, number, detail)
-        try:
-            data = decode_event_data(session_label, entry.seq, entry.type, bytes(entry.data))
-        except HarnessError as exc:
-            detail = exc.message
-            if truncated:
-                detail = f"truncated last line ({detail})"
-            raise _bad(name, number, detail) from exc
-        events.append(Event(entry.seq, entry.type, entry.time, data))
+            if header is None and not events and _is_header(line):
+                header = _parse_header(name, number, line, truncated)
+                session_label = header.session_id or session_label
+                continue
+            event = _parse_event(name, number, line, truncated, session_label, len(events))
+        except (RecursionError, MemoryError):
+            # Backstops (nesting is checked above, line size is capped): classified, never raw.
+            raise _bad(
+                name, number, "the line is too large or too deeply nested to decode"
+            ) from None
+        events.append(event)
         numbers.append(number)
     if not events:
         raise _bad(name, None, "contains no events")
     if header is not None and header.events != len(events):
         raise _bad(
             name,
-            last_number,
+            number,
             f"the header records {header.events} event(s) but the file holds {len(events)} "
             "(truncated file?)",
         )
     return SessionFile(name, header, tuple(events), tuple(numbers))
+
+
+def _parse_event(
+    path: str, number: int, line: bytes, truncated: bool, session_label: str, expected: int
+) -> Event:
+    try:
+        entry = _LINE_DECODER.decode(line)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        if truncated:
+            raise _bad(path, number, f"truncated last line ({exc})") from exc
+        raise _bad(path, number, f"malformed event line ({exc})") from exc
+    if entry.seq != expected:
+        detail = (
+            f"missing seq {expected} (found seq {entry.seq})"
+            if entry.seq > expected
+            else f"seq {entry.seq} repeats or goes backwards (expected {expected})"
+        )
+        raise _bad(path, number, detail)
+    try:
+        data = decode_event_data(session_label, entry.seq, entry.type, bytes(entry.data))
+    except HarnessError as exc:
+        detail = exc.message
+        if truncated:
+            detail = f"truncated last line ({detail})"
+        raise _bad(path, number, detail) from exc
+    return Event(entry.seq, entry.type, entry.time, data)
 
 
 def _is_header(line: bytes) -> bool:

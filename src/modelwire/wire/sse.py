@@ -6,9 +6,12 @@ stripped, lines ending in CRLF, LF or a lone CR (a CR at the end of a read is he
 read decides), comments ignored, multi-line ``data`` joined with ``\\n``, an event dispatched on a
 blank line only when it has at least one ``data`` line. It never buffers more than one unfinished
 line plus the pending event, and the common LF-only case costs one ``bytes.split`` per read.
-A line or pending event larger than `MAX_EVENT_BYTES` fails with `LlmError` ``MALFORMED_RESPONSE``
-(a body that never frames an event is not held in memory); an unfinished line spread over many
-reads is kept as a list of parts and joined once, so buffering it costs linear time.
+A line, or a pending event's data, larger than `MAX_EVENT_BYTES` (or the decoder's own
+`max_event_bytes`) fails with `LlmError` ``MALFORMED_RESPONSE``: every ``data`` line counts, with
+or without a colon, each adding its bytes plus the joining newline, so a body that never frames an
+event is not held in memory. The pending data of a multi-line event is accumulated in one
+`bytearray` (its memory is its counted size, not one object per line); an unfinished line spread
+over many reads is kept as a list of parts and joined once, so buffering it costs linear time.
 """
 
 from __future__ import annotations
@@ -24,12 +27,12 @@ __all__ = ["MAX_EVENT_BYTES", "SseDecoder", "SseEvent"]
 
 _BOM: Final = b"\xef\xbb\xbf"
 MAX_EVENT_BYTES: Final = 16 * 1024 * 1024
-"""The largest unfinished line, and the largest pending event's data, the decoder holds (16 MiB)."""
+"""The default cap on one line and on a pending event's data (16 MiB): far above any model event."""
 
 
-def _too_large() -> LlmError:
+def _too_large(limit: int) -> LlmError:
     return LlmError(
-        f"SSE event exceeds {MAX_EVENT_BYTES} bytes without being dispatched",
+        f"SSE event exceeds {limit} bytes without being dispatched",
         ErrorCode.MALFORMED_RESPONSE,
     )
 
@@ -42,7 +45,7 @@ class SseEvent(msgspec.Struct, frozen=True, gc=False):
     id: str | None = None
 
 
-def _text(raw: bytes) -> str:
+def _text(raw: bytes | bytearray) -> str:
     return raw.decode("utf-8", "replace")
 
 
@@ -51,19 +54,35 @@ class SseDecoder:
 
     `on_comment`, when given, receives each comment's text (the rest of a ``:`` line minus one
     optional leading space), e.g. to observe ``: keep-alive`` pulses; comments are never events.
+    `max_event_bytes` caps one line and one pending event's data (default `MAX_EVENT_BYTES`).
     """
 
-    __slots__ = ("_bom", "_data", "_data_size", "_event", "_held", "_id", "_on_comment", "_parts")
+    __slots__ = ("_bom", "_data", "_event", "_held", "_id", "_limit", "_on_comment", "_parts")
 
-    def __init__(self, *, on_comment: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        on_comment: Callable[[str], None] | None = None,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+    ) -> None:
+        if type(max_event_bytes) is not int or max_event_bytes < 1:
+            raise ValueError("max_event_bytes must be a positive integer")
         self._parts: list[bytes] = []  # the unfinished line, as the reads that brought it
         self._held = 0
         self._bom = True  # a leading BOM may still arrive
-        self._data: list[bytes] | None = None
-        self._data_size = 0
+        # The pending event's data: the first line as is (the common one-line event costs no
+        # copy), a bytearray once a second line joins it.
+        self._data: bytes | bytearray | None = None
         self._event: bytes | None = None
         self._id: str | None = None
         self._on_comment = on_comment
+        self._limit = max_event_bytes
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held between reads: the unfinished line plus the pending event's data."""
+        data = self._data
+        return self._held + (0 if data is None else len(data))
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
         """Consume one read of body bytes and return the events it completed (possibly none)."""
@@ -97,6 +116,11 @@ class SseDecoder:
                 buf += b"\r"
         lines = buf.split(b"\n")
         tail = lines.pop()
+        # A read longer than the cap may hold a complete line longer than it (one compare per
+        # read; lines are measured only then).
+        if len(buf) > self._limit and lines and max(map(len, lines)) > self._limit:
+            self._reset()
+            raise _too_large(self._limit)
         if tail:
             self._hold(tail)
         if not lines:
@@ -107,10 +131,16 @@ class SseDecoder:
         if data:
             self._parts.append(data)
             self._held += len(data)
-            if self._held > MAX_EVENT_BYTES:
-                self._parts.clear()
-                self._held = 0
-                raise _too_large()
+            if self._held > self._limit:
+                self._reset()
+                raise _too_large(self._limit)
+
+    def _reset(self) -> None:
+        """Drop everything buffered (after a cap was exceeded)."""
+        self._parts.clear()
+        self._held = 0
+        self._data = None
+        self._event = None
 
     def close(self) -> list[SseEvent]:
         """Signal end of input: a held CR still ends its line; an unterminated event is dropped."""
@@ -122,57 +152,48 @@ class SseDecoder:
         if buf.endswith(b"\r"):
             out = self._lines([buf[:-1]])
         self._data = None
-        self._data_size = 0
         self._event = None
         return out
 
     def _lines(self, lines: list[bytes]) -> list[SseEvent]:
         out: list[SseEvent] = []
         data = self._data
-        size = self._data_size
         for line in lines:
             if not line:
                 if data is not None:
-                    payload = data[0] if len(data) == 1 else b"\n".join(data)
                     ev = self._event
-                    out.append(
-                        SseEvent(None if ev is None else _text(ev), _text(payload), self._id)
-                    )
+                    out.append(SseEvent(None if ev is None else _text(ev), _text(data), self._id))
                     data = None
-                    size = 0
                     self._event = None
                 continue
             if line.startswith(b"data:"):
                 value = line[6:] if line[5:6] == b" " else line[5:]
-                if data is None:
-                    data = [value]
-                    size = len(value)
-                else:
-                    data.append(value)
-                    size += len(value) + 1
-                    if size > MAX_EVENT_BYTES:
-                        self._data = None
-                        self._data_size = 0
-                        raise _too_large()
-                continue
-            if line[0] == 0x3A:  # ":" comment
+            elif line[0] == 0x3A:  # ":" comment
                 if self._on_comment is not None:
                     text = line[2:] if line[1:2] == b" " else line[1:]
                     self._on_comment(_text(text))
                 continue
-            name, colon, value = line.partition(b":")
-            if colon and value[:1] == b" ":
-                value = value[1:]
-            if name == b"data":  # "data" without a colon: an empty data line
-                if data is None:
-                    data = [value]
-                else:
-                    data.append(value)
-            elif name == b"event":
-                self._event = value or None
-            elif name == b"id" and b"\x00" not in value:
-                self._id = _text(value)
-            # "retry" and unknown fields are ignored.
+            else:
+                name, colon, value = line.partition(b":")
+                if colon and value[:1] == b" ":
+                    value = value[1:]
+                if name != b"data":  # "data" without a colon is an empty data line (below)
+                    if name == b"event":
+                        self._event = value or None
+                    elif name == b"id" and b"\x00" not in value:
+                        self._id = _text(value)
+                    # "retry" and unknown fields are ignored.
+                    continue
+            # One data line, however spelled: the only place pending data grows, and counted.
+            if data is None:
+                data = value  # a single line is within the cap (lines are capped in `feed`)
+                continue
+            if type(data) is bytes:
+                data = bytearray(data)
+            data += b"\n"
+            data += value
+            if len(data) > self._limit:
+                self._reset()
+                raise _too_large(self._limit)
         self._data = data
-        self._data_size = size
         return out

@@ -111,7 +111,15 @@ def map_finish_reason(reason: str) -> FinishReason:
         return _TOOL_CALLS
     if reason == "length":
         return _MAX_TOKENS
-    return Error(LlmFailure(f"model stopped: {reason}", reason.upper() or ErrorCode.UNKNOWN))
+    # a failure code is never made from provider text: known stops map to their code, any
+    # other reason to UNKNOWN (the message names it)
+    return Error(LlmFailure(f"model stopped: {reason}", _STOP_CODES.get(reason, ErrorCode.UNKNOWN)))
+
+
+_STOP_CODES: Final[dict[str, str]] = {
+    "content_filter": ErrorCode.CONTENT_FILTER,
+    "insufficient_system_resource": ErrorCode.INSUFFICIENT_SYSTEM_RESOURCE,
+}
 
 
 def _map_usage(u: _Usage) -> TokenUsage:

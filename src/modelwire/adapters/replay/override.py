@@ -14,7 +14,8 @@ Entries::
 
 Chunks use the log's JSON form (`{"type": "text-delta", "index": 0, "text": "hi"}`). Every
 violation raises `INVALID_REPLAY_FILE` naming the file and the field (`patches[0].at`,
-`entries[2].chunks[1]`, ...).
+`entries[2].chunks[1]`, ...). At most `MAX_OVERRIDE_BYTES` are read, and a document nested
+deeper than `MAX_JSON_DEPTH` levels is refused before it reaches the decoder.
 """
 
 from __future__ import annotations
@@ -29,9 +30,20 @@ import msgspec
 
 from ...errors import ErrorCode, HarnessError, LlmError
 from ...vocab import StreamChunk
+from ...vocab.json import MAX_JSON_DEPTH, json_nesting_exceeds
 from .script import ChunksEntry, HangEntry, ReplayCall, ReplayEntry, ThrowEntry, make_call
 
-__all__ = ["Override", "apply_override", "load_override", "parse_override", "sidecar_path"]
+__all__ = [
+    "MAX_OVERRIDE_BYTES",
+    "Override",
+    "apply_override",
+    "load_override",
+    "parse_override",
+    "sidecar_path",
+]
+
+MAX_OVERRIDE_BYTES: Final = 64 * 1024 * 1024
+"""The largest sidecar read (64 MiB): a hand-written script, far below it."""
 
 _CHUNK_TYPES: Final = frozenset(
     {
@@ -63,7 +75,13 @@ def sidecar_path(export: str | os.PathLike[str]) -> Path:
     return Path(f"{os.fspath(export)}.override.json")
 
 
+_MAX_DETAIL: Final = 300
+"""Error details are cut to this many characters: a message never carries the file's content."""
+
+
 def _bad(file: str, location: str, detail: str) -> HarnessError:
+    if len(detail) > _MAX_DETAIL:
+        detail = f"{detail[:_MAX_DETAIL]}…"
     return HarnessError(
         f"replay: invalid override {file}: {location} {detail}", ErrorCode.INVALID_REPLAY_FILE
     )
@@ -73,15 +91,24 @@ def load_override(path: str | os.PathLike[str]) -> Override | None:
     """Read and validate a sidecar; None when the file does not exist (D9: then it is ignored)."""
     file = os.fspath(path)
     try:
-        blob = Path(file).read_bytes()
+        with open(file, "rb") as fh:
+            blob = fh.read(MAX_OVERRIDE_BYTES + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise _bad(file, "document", f"cannot be read ({exc.strerror or exc})") from exc
+    except MemoryError:
+        raise _bad(file, "document", "is too large to read (out of memory)") from None
+    if len(blob) > MAX_OVERRIDE_BYTES:
+        raise _bad(file, "document", f"is larger than the {MAX_OVERRIDE_BYTES}-byte limit")
+    if json_nesting_exceeds(blob, MAX_JSON_DEPTH):
+        raise _bad(file, "document", f"nests JSON deeper than {MAX_JSON_DEPTH} levels")
     try:
         doc: object = msgspec.json.decode(blob)
     except msgspec.DecodeError as exc:
         raise _bad(file, "document", f"is not valid JSON ({exc})") from exc
+    except (RecursionError, MemoryError):
+        raise _bad(file, "document", "is too large or too deeply nested to decode") from None
     return parse_override(doc, file)
 
 
