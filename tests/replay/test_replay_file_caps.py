@@ -159,7 +159,7 @@ def test_replay_file_decoder_failures_are_classified(
 
     path = tmp_path / "rec.jsonl"
     path.write_bytes(b'{"seq":0,"type":"turn/start","time":1,"data":{"turn":1}}\n')
-    monkeypatch.setattr("modelwire.session.export._LINE_DECODER", Exhausted())
+    monkeypatch.setattr("modelwire.adapters.replay.sessionfile._LINE_DECODER", Exhausted())
     _refused(path, "line 1", "too large")
 
 

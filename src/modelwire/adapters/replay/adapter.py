@@ -29,7 +29,7 @@ from ...vocab import (
     TextDelta,
 )
 from .catalog import ReplayCatalog, recorded_model_info
-from .loading import load_file_scripts, load_log_scripts, resolve_replay_config
+from .loading import EventReader, load_file_scripts, load_log_scripts, resolve_replay_config
 from .placeholders import resolve_entry
 from .script import ChunksEntry, HangEntry, ReplayCall, ReplayScript, ThrowEntry
 from .strict import check_request
@@ -37,7 +37,6 @@ from .strict import check_request
 if TYPE_CHECKING:
     from ...runtime import LlmRuntime, Registration, Scope
     from ...runtime.middleware import CallNext
-    from ...session.log import SessionLog
 
 __all__ = ["ReplayAdapter"]
 
@@ -123,7 +122,7 @@ class ReplayAdapter(LlmAdapter):
     @classmethod
     async def from_log(
         cls,
-        log: SessionLog,
+        log: EventReader,
         session_id: str,
         *,
         strict: bool = False,

@@ -21,8 +21,8 @@ from typing import Final
 import msgspec
 
 from ...errors import ErrorCode, HarnessError
+from ...events import EpochHeader, RequestContext
 from ...policy import RetryPolicy, resolve_retry_policy
-from ...session.events import EpochHeader, RequestContext
 from ...vocab import (
     ModelContext,
     ModelInfo,

@@ -1,6 +1,6 @@
 """Building replay scripts from exports, sidecars, child exports and live logs (D.1, D.3, D.4).
 
-Exports are read with `modelwire.session.export.load_session_file` (the one JSONL parser): a
+Exports are read with `sessionfile.load_session_file` (the one JSONL parser): a
 malformed or truncated line, a missing seq or an unknown event type fails there, naming the file
 and the line. The primary script comes first; child scripts (sessions a primary spawned) follow,
 ordered by creation time, then recorded id.
@@ -12,18 +12,19 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Protocol
 
 from ...errors import ErrorCode, HarnessError
-from ...session.export import load_session_file
-from ...session.log import SessionLog
+from ...events import Event
 from .override import apply_override, load_override, sidecar_path
 from .script import ReplayScript, derive_replay_script, recorded_routes
+from .sessionfile import load_session_file
 
 __all__ = [
     "ENV_CHILD_FILES",
     "ENV_FILE",
     "ENV_OVERRIDE",
+    "EventReader",
     "ReplayConfig",
     "load_file_scripts",
     "load_log_scripts",
@@ -40,6 +41,19 @@ ENV_CHILD_FILES: Final = "MODELWIRE_REPLAY_CHILD_FILES"
 _CONFIG_KEYS: Final = frozenset(
     {"file", "override_file", "child_files", "providers", "pace_ms", "strict"}
 )
+
+
+class EventReader(Protocol):
+    """What replaying a live log needs of it: its events, and a name for messages. Every
+    `modelwire.session` log is one; the adapter never imports the session layer."""
+
+    async def read(self, session_id: str) -> list[Event]:
+        """Every event of `session_id`, in seq order."""
+        ...
+
+    def describe(self) -> str:
+        """A short, credential-free name of the log."""
+        ...
 
 
 def _missing(path: str, what: str) -> HarnessError:
@@ -93,7 +107,7 @@ def load_file_scripts(
     return _ordered(primary, kids)
 
 
-async def _log_script(log: SessionLog, session_id: str) -> ReplayScript:
+async def _log_script(log: EventReader, session_id: str) -> ReplayScript:
     events = await log.read(session_id)
     source = f"session {session_id!r} in {log.describe()}"
     headers, contexts = recorded_routes(events)
@@ -103,7 +117,7 @@ async def _log_script(log: SessionLog, session_id: str) -> ReplayScript:
 
 
 async def load_log_scripts(
-    log: SessionLog,
+    log: EventReader,
     session_id: str,
     *,
     override: str | os.PathLike[str] | None = None,

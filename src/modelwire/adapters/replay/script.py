@@ -15,7 +15,7 @@ from typing import ClassVar, Final, Literal, TypeAlias
 import msgspec
 
 from ...errors import ErrorCode, HarnessError
-from ...session.events import (
+from ...events import (
     AssistantChunk,
     AssistantMessage,
     EpochHeader,

@@ -1,0 +1,90 @@
+"""The layers of DESIGN §1 hold: a module imports only from its own layer or lower ones.
+
+Checked over the `ast` of every module under `src/modelwire` (every `import` and `from … import`,
+relative ones resolved, `TYPE_CHECKING` imports included: a type-only dependency is still one).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "modelwire"
+
+LAYERS = {
+    "vocab": 1,
+    "content": 1,
+    "assembler": 2,
+    "errors": 2,
+    "policy": 2,
+    "never": 2,
+    "events": 2,
+    "runtime": 3,
+    "wire": 4,
+    "adapters": 5,
+    "session": 6,
+    "agent": 7,
+    "retry": 7,
+    "meter": 7,
+    "cli": 8,
+}
+"""DESIGN §1, with the two helper modules placed: `content` (pure content helpers) beside the
+vocabulary, `never` (assert_never, which raises a code-table error) beside `errors`, and `events`
+(the session event structs and their codec: pure data, no I/O) there too, so adapters can read
+events without importing the session log. The top
+package (`modelwire/__init__.py`, `__main__`) is the curated surface above every layer."""
+
+TOP = 9
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "modelwire":
+        return None
+    if len(parts) == 1 or parts[1] in ("__init__", "__main__"):
+        return TOP
+    return LAYERS.get(parts[1], -1)
+
+
+def _modules() -> list[tuple[str, Path]]:
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC.parent).with_suffix("")
+        out.append((".".join(rel.parts), path))
+    return out
+
+
+def _imports(module: str, path: Path) -> list[tuple[str, int]]:
+    package = module.rsplit(".", 1)[0] if not module.endswith(".__init__") else module[:-9]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            found.append((target, node.lineno))
+        elif isinstance(node, ast.Import):
+            found.extend((alias.name, node.lineno) for alias in node.names)
+    return found
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    unplaced = [m for m, _ in _modules() if _layer(m) == -1]
+    assert unplaced == [], "place these in LAYERS (and DESIGN §1)"
+
+
+@pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
+def test_module_imports_only_its_own_or_lower_layers(module: str, path: Path) -> None:
+    own = _layer(module)
+    assert own is not None
+    upward = [
+        f"{module}:{line} imports {target} (layer {_layer(target)} > {own})"
+        for target, line in _imports(module, path)
+        if (layer := _layer(target)) is not None and layer > own
+    ]
+    assert upward == []
