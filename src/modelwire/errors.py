@@ -39,10 +39,10 @@ Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT 
 from __future__ import annotations
 
 import math
-import re
 from enum import StrEnum
 from typing import Final
 
+from .errortext import is_context_window_exceeded_error, is_quota_exceeded_error
 from .vocab.usage import LlmFailure
 
 __all__ = [
@@ -146,8 +146,6 @@ DEFAULT_RETRYABLE_CODES: Final[tuple[str, ...]] = (
 )
 """The codes normal-mode retry handles by default, in their canonical order."""
 
-_MAX_SAFE_INT: Final = 2**53 - 1
-
 
 class HarnessError(Exception):
     """Base of every modelwire error: human `message`, stable `code`, optional chained `cause`.
@@ -248,41 +246,6 @@ def _is_positive_finite(value: object) -> bool:
         and math.isfinite(value)
         and value > 0
     )
-
-
-# ---- classifiers -----------------------------------------------------------------------------
-
-_FLAGS: Final = re.IGNORECASE | re.ASCII
-_CONTEXT_PATTERNS: Final = tuple(
-    re.compile(p, _FLAGS)
-    for p in (
-        r"(?:^|[^a-z0-9])context[\s_-](?:length|window)[\s_-](?:exceed(?:ed|s)?|overflow(?:ed)?|limit[\s_-]exceeded)(?:$|[^a-z0-9])",
-        r"\b(?:maximum|max)(?:\s+(?:allowed|supported))?\s+context\s+(?:length|window)\b",
-        r"\b(?:request|prompt|input|messages?)\s+(?:is\s+|are\s+)?too\s+(?:large|long)\s+for\s+(?:(?:this|the)\s+)?(?:model(?:'s)?\s+)?context(?:\s+window)?\b",
-        r"\b(?:input|prompt|request)\s+(?:is\s+)?too\s+(?:long|large)\s+for\s+(?:this|the)\s+model\b",
-        r"\b(?:input|prompt|request|messages?)\b.{0,40}\b(?:exceed(?:s|ed)?|overflows?|is\s+larger\s+than)\b.{0,40}\b(?:the\s+)?(?:model(?:'s)?\s+)?context(?:\s+(?:length|window))?\b",
-    )
-)
-_QUOTA_PATTERNS: Final = tuple(
-    re.compile(p, _FLAGS)
-    for p in (
-        r"\binsufficient[\s_-]+(?:quota|balance|credits?)\b",
-        r"\b(?:quota|usage[\s_-]+limit)[\s_-]+(?:exceeded|exhausted|reached)\b",
-        r"\bexceed(?:ed|s)?[\s_-]+(?:(?:your|the)[\s_-]+)?(?:current[\s_-]+)?quota\b",
-        r"\b(?:balance|credits?)[\s_-]+(?:exhausted|depleted)\b",
-        r"\bout[\s_-]+of[\s_-]+(?:credits?|budget)\b",
-    )
-)
-
-
-def is_context_window_exceeded_error(detail: str) -> bool:
-    """True when provider error text says the request exceeded the model's context window."""
-    return any(p.search(detail) for p in _CONTEXT_PATTERNS)
-
-
-def is_quota_exceeded_error(detail: str) -> bool:
-    """True when provider error text says quota, balance or credits are exhausted (not a rate limit)."""
-    return any(p.search(detail) for p in _QUOTA_PATTERNS)
 
 
 # ---- error_chain -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import ClassVar, Final, Literal, TypeAlias
 import msgspec
 
 from .errors import DEFAULT_RETRYABLE_CODES, ErrorCode, HarnessError
+from .vocab.json import MAX_SAFE_INT as _MAX_SAFE_INT
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
@@ -33,7 +34,6 @@ DEFAULT_MAX_DELAY_MS: Final = 10_000
 DEFAULT_JITTER_RATIO: Final = 0.1
 MAX_TIMER_DELAY_MS: Final = 2_147_483_647
 """Upper bound for any delay (2^31 - 1 ms)."""
-_MAX_SAFE_INT: Final = 2**53 - 1
 _KEYS: Final = frozenset({"mode", "max_retries", "retryable_codes", "backoff"})
 _BACKOFF_KEYS: Final = frozenset({"initial_delay_ms", "max_delay_ms", "jitter_ratio"})
 

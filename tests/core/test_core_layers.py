@@ -18,6 +18,7 @@ LAYERS = {
     "content": 1,
     "assembler": 2,
     "errors": 2,
+    "errortext": 2,
     "policy": 2,
     "never": 2,
     "events": 2,
@@ -88,3 +89,12 @@ def test_module_imports_only_its_own_or_lower_layers(module: str, path: Path) ->
         if (layer := _layer(target)) is not None and layer > own
     ]
     assert upward == []
+
+
+MAX_LINES = 400
+
+
+@pytest.mark.parametrize(("module", "path"), _modules(), ids=[m for m, _ in _modules()])
+def test_module_stays_under_400_lines(module: str, path: Path) -> None:
+    lines = path.read_text(encoding="utf-8").count("\n")
+    assert lines < MAX_LINES, f"{module} has {lines} lines: split it by responsibility"

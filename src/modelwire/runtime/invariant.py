@@ -27,6 +27,7 @@ from ..vocab import (
     ToolCallDelta,
     UsageChunk,
 )
+from ..vocab.json import MAX_SAFE_INT as _MAX_SAFE_INT
 from .middleware import CallNext
 from .scope import Scope
 
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["InvariantError", "check_registry", "checked_stream", "install_invariants"]
 
 PACKAGE: Final = "modelwire"
-_MAX_SAFE_INT: Final = 2**53 - 1
 
 
 class InvariantError(HarnessError):

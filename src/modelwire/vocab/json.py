@@ -10,6 +10,7 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "MAX_SAFE_INT",
     "FrozenDict",
     "JsonValue",
     "freeze_json",
@@ -128,6 +129,10 @@ def thaw_json(value: JsonValue) -> Any:
         parent[key] = out
     return root[0]
 
+
+MAX_SAFE_INT: Final = 2**53 - 1
+"""The largest integer every JSON consumer represents exactly (IEEE double): the bound of every
+integer option and counter that crosses the wire or the log."""
 
 MAX_JSON_DEPTH: Final = 256
 """The deepest JSON nesting modelwire's file loaders accept (256 levels; a session event nests

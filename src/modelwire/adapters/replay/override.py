@@ -31,6 +31,7 @@ import msgspec
 from ...errors import ErrorCode, HarnessError, LlmError
 from ...vocab import StreamChunk
 from ...vocab.json import MAX_JSON_DEPTH, json_nesting_exceeds
+from ...vocab.json import MAX_SAFE_INT as _MAX_SAFE_INT
 from .script import ChunksEntry, HangEntry, ReplayCall, ReplayEntry, ThrowEntry, make_call
 
 __all__ = [
@@ -58,7 +59,6 @@ _CHUNK_TYPES: Final = frozenset(
 )
 _THROW_REQUIRED: Final = frozenset({"kind", "chunks", "message", "code"})
 _THROW_OPTIONAL: Final = frozenset({"status", "provider_retry_after_ms", "request_id"})
-_MAX_SAFE_INT: Final = 2**53 - 1
 
 
 @dataclass(frozen=True, slots=True)
