@@ -74,6 +74,32 @@ def import_times(run: RunLike, modules: dict[str, str], runs: int) -> dict[str, 
     return out
 
 
+def demo_first_output(run: RunLike, runs: int) -> dict[str, Any]:
+    """Wall time from starting `python -m modelwire.cli demo --log memory: --delay-ms 0` to its
+    first line of output (DESIGN §6: within 1 s), min and median over `runs`."""
+    times: list[float] = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [run.py, "-m", "modelwire.cli", "demo", "--log", "memory:", "--delay-ms", "0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        times.append(time.perf_counter() - t0)
+        proc.communicate(timeout=120)
+        if proc.returncode != 0 or not first:
+            run.failures.append(f"demo: exit {proc.returncode}, first line {first[:80]!r}")
+            return {"available": False}
+    return {
+        "available": True,
+        "first_output_min_ms": min(times) * 1000,
+        "first_output_ms": statistics.median(times) * 1000,
+        "runs": runs,
+    }
+
+
 def other_bench(run: RunLike, script: str, timeout: float) -> dict[str, Any]:
     """Run a sibling benchmark written by another engineer; keep its printed figures."""
     path = HERE / script

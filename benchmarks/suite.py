@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE))
 import report  # noqa: E402
 import streams  # noqa: E402
 from clients import CLIENTS  # noqa: E402
-from extras import import_times, machine, other_bench  # noqa: E402
+from extras import demo_first_output, import_times, machine, other_bench  # noqa: E402
 
 FLOORS = ["floor-chat", "floor-responses", "floor-anthropic"]
 MODELWIRE = [n for n in CLIENTS if n.startswith("mw-")]
@@ -268,6 +268,7 @@ def main() -> None:
     print("== import time", file=sys.stderr)
     mods = {"modelwire": IMPORTS["modelwire"]}
     imports = import_times(run, mods, sz.import_runs)
+    imports["_demo"] = demo_first_output(run, sz.import_runs)
     if not a.no_peers and not a.quick:
         peer_mods = {k: v for k, v in IMPORTS.items() if k != "modelwire"}
         imports.update(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -143,9 +142,8 @@ def test_demo_default_log_is_under_the_user_data_dir(run_cli: RunCli, tmp_path: 
     assert listed.code == 0 and "demo-" in listed.out
 
 
-def test_demo_first_output_within_one_second(tmp_path: Path) -> None:
+def test_demo_prints_its_banner_first(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
-    started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "modelwire.cli", "demo", "--log", "memory:", "--delay-ms", "0"],
         env=env,
@@ -156,9 +154,8 @@ def test_demo_first_output_within_one_second(tmp_path: Path) -> None:
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()
-        elapsed = time.monotonic() - started
+        # how soon it comes is measured in benchmarks/ (startup), never asserted here
         assert b"modelwire demo" in first
-        assert elapsed < 1.0, f"first output after {elapsed:.2f} s"
     finally:
         proc.communicate(timeout=60)
     assert proc.returncode == 0
