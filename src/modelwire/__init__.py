@@ -1,10 +1,13 @@
 """modelwire: one vocabulary, one chunk protocol and a durable log between agents and LLM providers.
 
 The curated public names live here (see DESIGN §2). Adapters, the session log, the agent loop and
-the CLI are imported from their own modules so that `import modelwire` stays light.
+the CLI are imported from their own modules, and the runtime names (`LlmRuntime`, `LlmAdapter`,
+…) load on first use, so that `import modelwire` stays light.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from .assembler import BlockAssembler
 from .errors import (
@@ -24,14 +27,6 @@ from .policy import (
     backoff_delay_ms,
     policy_key,
     resolve_retry_policy,
-)
-from .runtime import (
-    GenerateResult,
-    LlmAdapter,
-    LlmRuntime,
-    PreparedCall,
-    Registration,
-    Scope,
 )
 from .vocab import (
     Aborted,
@@ -153,3 +148,29 @@ __all__ = [
     "tool_result_message",
     "user_message",
 ]
+
+if TYPE_CHECKING:
+    from .runtime import (
+        GenerateResult,
+        LlmAdapter,
+        LlmRuntime,
+        PreparedCall,
+        Registration,
+        Scope,
+    )
+
+_LAZY = frozenset(
+    {"GenerateResult", "LlmAdapter", "LlmRuntime", "PreparedCall", "Registration", "Scope"}
+)
+"""Runtime names, imported on first use: the runtime brings asyncio (and with it ssl, logging,
+concurrent.futures), which a program that only builds messages or parses chunks never needs."""
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from . import runtime
+
+        value = getattr(runtime, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'modelwire' has no attribute {name!r}")

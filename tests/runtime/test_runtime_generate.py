@@ -132,11 +132,26 @@ def test_public_names_are_exported() -> None:
 def test_import_modelwire_stays_light() -> None:
     probe = (
         "import sys, modelwire\n"
-        "heavy = sorted(m for m in sys.modules if m == 'aiohttp' or m.startswith(('aiohttp.', "
-        "'modelwire.adapters', 'modelwire.cli', 'modelwire.wire')))\n"
+        "heavy = sorted(m for m in sys.modules if m in ('aiohttp', 'asyncio') or m.startswith(("
+        "'aiohttp.', 'asyncio.', 'modelwire.adapters', 'modelwire.cli', 'modelwire.wire', "
+        "'modelwire.runtime')))\n"
         "print(','.join(heavy))\n"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
-    assert out.stdout.strip() == ""
+    assert out.stdout.strip() == ""  # the runtime (and asyncio) load on first use
+
+
+def test_runtime_names_load_on_first_use() -> None:
+    probe = (
+        "import sys, modelwire\n"
+        "from modelwire import LlmRuntime\n"
+        "print(LlmRuntime.__module__, 'modelwire.runtime' in sys.modules, modelwire.Scope.__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.split() == ["modelwire.runtime.runtime", "True", "Scope"]
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = mw.Nope  # type: ignore[attr-defined]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import NewType
 
 __all__ = [
@@ -28,4 +27,6 @@ SessionId = NewType("SessionId", str)
 
 def new_message_id() -> MessageId:
     """Mint a fresh random RFC-4122 version-4 UUID message id."""
+    import uuid  # lazily: uuid costs ~5 ms of `import modelwire`
+
     return MessageId(str(uuid.uuid4()))
