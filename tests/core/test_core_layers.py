@@ -98,3 +98,56 @@ MAX_LINES = 400
 def test_module_stays_under_400_lines(module: str, path: Path) -> None:
     lines = path.read_text(encoding="utf-8").count("\n")
     assert lines < MAX_LINES, f"{module} has {lines} lines: split it by responsibility"
+
+
+ACYCLIC = ("modelwire.runtime", "modelwire.cli")
+"""Packages whose module graph must be acyclic (imports under `TYPE_CHECKING` and function-local
+ones count: a cycle that only type checking or a deferred import hides is still a cycle)."""
+
+
+def _graph(package: str) -> dict[str, set[str]]:
+    listed = [(m, p) for m, p in _modules() if m.startswith(package)]
+    modules = {m.removesuffix(".__init__") for m, _ in listed}
+    graph: dict[str, set[str]] = {}
+    for name, path in listed:
+        module = name.removesuffix(".__init__")
+        targets = set()
+        for target, _ in _imports(name, path):
+            for candidate in (target, target.rsplit(".", 1)[0]):
+                if candidate in modules and candidate != module:
+                    targets.add(candidate)
+                    break
+        graph[module] = targets
+    return graph
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+@pytest.mark.parametrize("package", ACYCLIC)
+def test_package_module_graph_is_acyclic(package: str) -> None:
+    graph = _graph(package)
+    # the package itself re-exports its modules: that edge is not a dependency of theirs
+    graph.pop(package, None)
+    for targets in graph.values():
+        targets.discard(package)
+    assert _cycle(graph) is None

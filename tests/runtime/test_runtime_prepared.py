@@ -18,7 +18,7 @@ from runtime_helpers import (
 )
 
 from modelwire.errors import LlmError
-from modelwire.runtime import CallNext, LlmRuntime
+from modelwire.runtime import CallNext, LlmAdapter, LlmRuntime
 from modelwire.vocab import (
     BlockEnd,
     BlockStart,
@@ -32,9 +32,12 @@ from modelwire.vocab import (
     ReasoningEffortInfo,
     ReplayEnvelope,
     ResolvedModelInfo,
+    Stop,
     StreamChunk,
     TextBlock,
+    TextDelta,
     assistant_message,
+    user_message,
 )
 
 STANDARD = ReasoningEffortInfo("standard", "Standard")
@@ -255,3 +258,73 @@ async def test_svc_73_stripped_request_is_a_new_frozen_object(rt: LlmRuntime) ->
     assert stripped.source == ModelSource("historical", "old-model")
     with pytest.raises(AttributeError):
         received.messages = ()  # type: ignore[misc]
+
+
+# ---- a prepared call pins the configuration generation it was prepared against ------------
+
+
+class _Generations(LlmAdapter):
+    """An adapter whose configuration is swapped at run time (as `update_config` does): each
+    generation offers its own reasoning efforts and answers with its own name."""
+
+    def __init__(self) -> None:
+        self.current = {"name": "A", "efforts": ("high",)}
+
+    def pinned(self) -> LlmAdapter:
+        return _Pinned(dict(self.current))
+
+    async def resolve_model(self, provider: str, model: str) -> ResolvedModelInfo:
+        return _Pinned(dict(self.current)).info(provider, model)
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        async for chunk in _Pinned(dict(self.current)).stream(options):
+            yield chunk
+
+
+class _Pinned(LlmAdapter):
+    def __init__(self, generation: dict[str, object]) -> None:
+        self.generation = generation
+
+    def info(self, provider: str, model: str) -> ResolvedModelInfo:
+        efforts = [ReasoningEffortInfo(str(e), str(e)) for e in self.generation["efforts"]]  # type: ignore[attr-defined]
+        offered = reasoning(*efforts) if efforts else None
+        return ResolvedModelInfo(provider=provider, id=model, name=model, reasoning=offered)
+
+    async def resolve_model(self, provider: str, model: str) -> ResolvedModelInfo:
+        return self.info(provider, model)
+
+    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+        efforts = self.generation["efforts"]
+        if options.reasoning_effort is not None and options.reasoning_effort not in efforts:  # type: ignore[operator]
+            raise LlmError(
+                f"effort {options.reasoning_effort} not offered", "UNSUPPORTED_REASONING_EFFORT"
+            )
+        name = str(self.generation["name"])
+        yield BlockStart(0, "text")
+        yield TextDelta(0, name)
+        yield BlockEnd(0, TextBlock(name))
+        yield Finish(Stop())
+
+
+async def test_prepared_call_pins_the_configuration_generation_it_was_prepared_against() -> None:
+    rt = LlmRuntime()
+    adapter = _Generations()
+    rt.register_adapter(["gen"], adapter)
+    config = CallConfig("gen", "m", reasoning_effort="high")
+    prepared = await rt.prepare_call(config)
+    adapter.current = {"name": "B", "efforts": ()}  # the swap lands between prepare and dispatch
+    options = GenerateOptions("gen", "m", (user_message("hi"),), reasoning_effort="high")
+    chunks = [c async for c in prepared.stream(options)]
+    assert chunks[-1] == Finish(Stop())
+    assert [c.text for c in chunks if isinstance(c, TextDelta)] == ["A"]  # generation A served
+    # an unprepared call after the swap sees generation B and its refusal
+    fresh = [c async for c in rt.stream(options)]
+    assert isinstance(fresh[-1], Finish) and fresh[-1].reason.kind == "error"
+
+
+async def test_an_adapter_without_generations_is_its_own_pinned_adapter() -> None:
+    rt = LlmRuntime()
+    adapter = _Pinned({"name": "only", "efforts": ()})
+    rt.register_adapter(["one"], adapter)
+    prepared = await rt.prepare_call(CallConfig("one", "m"))
+    assert prepared.route.adapter is adapter

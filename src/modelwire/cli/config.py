@@ -163,9 +163,9 @@ def default_log_url() -> str:
 
 
 def _shown(url: str) -> str:
-    from .logs import shown_url
+    from ..session.urls import redact_url  # the light module (cli.logs imports this one)
 
-    return shown_url(url)
+    return redact_url(url)
 
 
 def resolve_log_url(option: str | None) -> str:

@@ -23,6 +23,16 @@ class LlmAdapter(ABC):
     def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """Stream the chunks of one model call (typically an `async def` generator)."""
 
+    def pinned(self) -> LlmAdapter:
+        """This adapter bound to its current configuration generation, for a prepared call.
+
+        `prepare_call` resolves the model on the pinned adapter and dispatches to it, so a
+        configuration swapped between prepare and dispatch (e.g. `update_config`) never mixes
+        one generation's capability result with another's request. An adapter whose
+        configuration never changes returns itself (the default).
+        """
+        return self
+
     def provider_info(self, provider: str) -> ProviderInfo:
         """Display metadata for a route this adapter serves; `id` must equal the route."""
         return ProviderInfo(provider, provider)

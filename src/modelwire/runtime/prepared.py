@@ -8,7 +8,8 @@ does not move it (the old adapter serves it and `retry_policy` stays the old pol
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable
+from typing import Final, TypeAlias
 
 from ..errors import ErrorCode, LlmError
 from ..policy import RetryPolicy
@@ -16,30 +17,31 @@ from ..vocab import AdapterDefaults, CallConfig, GenerateOptions, ModelContext, 
 from .boundary import ChunkStream
 from .registry import Route
 
-if TYPE_CHECKING:
-    from .runtime import LlmRuntime
-
-__all__ = ["CONFIG_DRIFT_MESSAGE", "PreparedCall"]
+__all__ = ["CONFIG_DRIFT_MESSAGE", "Dispatch", "PreparedCall"]
 
 CONFIG_DRIFT_MESSAGE: Final = "prepared LLM call config changed before adapter dispatch"
 """The failure message for options whose call config differs from the prepared one."""
+
+
+Dispatch: TypeAlias = Callable[[GenerateOptions, "PreparedCall"], ChunkStream]
+"""How a prepared call enters the runtime's `llm/stream` chain (the runtime's own dispatch)."""
 
 
 class PreparedCall:
     """A one-shot dispatch handle pinned to a registration: `.config .retry_policy .context
     .adapter_defaults .stream(options)`."""
 
-    __slots__ = ("_adapter_defaults", "_config", "_context", "_dispatched", "_route", "_runtime")
+    __slots__ = ("_adapter_defaults", "_config", "_context", "_dispatch", "_dispatched", "_route")
 
     def __init__(
         self,
-        runtime: LlmRuntime,
+        dispatch: Dispatch,
         route: Route,
         config: CallConfig,
         context: ModelContext | None,
         adapter_defaults: AdapterDefaults,
     ) -> None:
-        self._runtime = runtime
+        self._dispatch = dispatch
         self._route = route
         self._config = config
         self._context = context
@@ -68,13 +70,9 @@ class PreparedCall:
 
     @property
     def route(self) -> Route:
-        """The pinned route (adapter instance, provider info and retry policy)."""
+        """The pinned route: the adapter bound to the configuration generation the call was
+        prepared against (`LlmAdapter.pinned()`), its provider info and retry policy."""
         return self._route
-
-    @property
-    def dispatched(self) -> bool:
-        """True once `stream()` accepted a request."""
-        return self._dispatched
 
     def stream(self, options: GenerateOptions) -> ChunkStream:
         """Dispatch once through the `llm/stream` chain to the pinned adapter.
@@ -90,4 +88,4 @@ class PreparedCall:
         if not call_config_equals(options, self._config):
             raise LlmError(CONFIG_DRIFT_MESSAGE, ErrorCode.INVALID_PREPARED_CALL)
         self._dispatched = True
-        return self._runtime._dispatch(options, self)
+        return self._dispatch(options, self)

@@ -196,6 +196,9 @@ class LlmRuntime:
         _check_config(config)
         if route is None:
             raise _no_adapter(config.provider)
+        pinned = route.adapter.pinned()  # one configuration generation, prepare to dispatch
+        if pinned is not route.adapter:
+            route = Route(pinned, route.info, route.retry_policy, route.owner)
         info = await self._resolve_on(route, config.provider, config.model)
         resolved = materialize(config, info)
         stop = resolved.stop
@@ -212,7 +215,7 @@ class LlmRuntime:
             and resolved.reasoning_effort is not None,
             max_tokens=config.max_tokens is None and resolved.max_tokens is not None,
         )
-        return PreparedCall(self, route, frozen, info.context, defaults)
+        return PreparedCall(self._dispatch, route, frozen, info.context, defaults)
 
     # ---- middleware ----------------------------------------------------------------------
 
