@@ -32,13 +32,13 @@ __all__ = ["RecordedSession", "recorded_session", "run_replay"]
 
 @dataclass(frozen=True, slots=True)
 class RecordedSession:
-    """What a replay needs from an export: route, prompt, tools, inputs and expected outputs."""
+    """What a replay needs from an export: route, prompt, inputs, expected outputs and the
+    recorded tool results (the tool schemas come from the recorded request headers)."""
 
     session_id: str
     provider: str
     model: str
     system: str | None
-    tool_names: tuple[str, ...]
     turn_inputs: tuple[Message, ...]
     answers: tuple[Message, ...]
     tool_results: dict[tuple[str, str], deque[tuple[ContentBlock, ...]]] = field(
@@ -89,7 +89,6 @@ def recorded_session(session_id: str, events: Sequence[Event]) -> RecordedSessio
         provider=header.config.provider,
         model=header.config.model,
         system=header.system,
-        tool_names=tuple(t.name for t in header.tools or ()),
         turn_inputs=tuple(inputs),
         answers=tuple(answers),
         tool_results=results,
