@@ -157,7 +157,7 @@ CATEGORY_CODES = {
     "quota": "QUOTA",
     "context_length": "CONTEXT_WINDOW_EXCEEDED",
     "auth": "AUTH",
-    "not_found": "HTTP_404",
+    "not_found": "MODEL_NOT_FOUND",
     "invalid_request": "INVALID_REQUEST",
     "server": "SERVER",
     "overloaded": "SERVER",

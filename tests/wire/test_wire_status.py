@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from modelwire.errors import DEFAULT_RETRYABLE_CODES
 from modelwire.wire.status import (
     failure_for_status,
     http_error_code,
     parse_retry_after,
+    redact_secrets,
     request_id_from,
 )
 
@@ -133,7 +135,39 @@ _CATEGORY_CODE = {
     "invalid_request": "INVALID_REQUEST",
     "server": "SERVER",
     "overloaded": "SERVER",
+    "not_found": "MODEL_NOT_FOUND",
 }
+
+
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=p.name.removesuffix(".http.json")) for p in _error_fixtures()]
+)
+def test_fixture_error_maps_to_its_category_with_status_retry_after_and_request_id(
+    path: Path,
+) -> None:
+    """Every recorded error response, whatever its provider: the category's code, whether the
+    default policy retries it, the status, Retry-After, the request id (header or body) and the
+    provider's message (with anything key-shaped redacted)."""
+    http = json.loads(path.read_text())
+    expected = json.loads(
+        path.with_name(path.name.replace(".http.json", ".expected.json")).read_text()
+    )
+    failure = failure_for_status(
+        http["status"], http["body"], http["headers"], provider="Provider"
+    ).failure
+    assert failure.code == _CATEGORY_CODE[expected["category"]]
+    assert (failure.code in DEFAULT_RETRYABLE_CODES) == expected["retryable"]
+    assert failure.status == expected["status"]
+    want_after = expected["retry_after_s"]
+    if want_after is None:
+        assert failure.provider_retry_after_ms is None
+    else:
+        assert failure.provider_retry_after_ms == pytest.approx(want_after * 1000)
+    if "request_id" in expected["error"]:
+        assert failure.request_id == expected["error"]["request_id"]
+    message = expected["error"]["message"]
+    if message:
+        assert redact_secrets(message, ())[:200] in failure.message
 
 
 @pytest.mark.parametrize(

@@ -60,6 +60,7 @@ class _ErrorObject(msgspec.Struct):
 class _ErrorEnvelope(msgspec.Struct):
     error: _ErrorObject | str | None = None
     message: object = None
+    request_id: object = None  # Anthropic's envelope carries it beside the error
 
 
 _ENVELOPE: Final = msgspec.json.Decoder(_ErrorEnvelope)
@@ -157,6 +158,15 @@ def redact_failure(failure: LlmFailure, secrets: Iterable[str]) -> LlmFailure:
     )
 
 
+def _body_request_id(body_text: str) -> str | None:
+    try:
+        envelope = _ENVELOPE.decode(body_text)
+    except (msgspec.DecodeError, ValueError):
+        return None
+    rid = envelope.request_id
+    return rid if isinstance(rid, str) and rid else None
+
+
 def _parse(body_text: str) -> tuple[str | None, str, bool]:
     try:
         envelope = _ENVELOPE.decode(body_text)
@@ -199,7 +209,17 @@ def http_error_code(status: int, detail: str) -> str:
         return ErrorCode.INVALID_REQUEST
     if status >= 500:
         return ErrorCode.SERVER
+    if status == 404 and _NOT_FOUND.search(detail):
+        return ErrorCode.MODEL_NOT_FOUND  # the model, deployment or resource named is unknown
     return ErrorCode.http(status)
+
+
+_NOT_FOUND: Final = re.compile(
+    r"not[\s_-]?found|does not exist|DeploymentNotFound|model_not_found|unknown model", re.I
+)
+_REQUEST_ID_HEADERS: Final = ("request-id", "apim-request-id", "x-ms-request-id")
+"""Request-id headers tried after ``x-request-id`` and an adapter's own fallbacks (Anthropic,
+Azure API Management, Azure)."""
 
 
 def _plain_text(body_text: str) -> str | None:
@@ -207,6 +227,10 @@ def _plain_text(body_text: str) -> str | None:
     if not text or text.startswith("<") or len(text) > 200:
         return None  # empty, an HTML gateway page, or too long to be a message
     return text
+
+
+def _safe_id(value: str | None, secrets: tuple[str, ...]) -> str | None:
+    return value if value is not None and redact_secrets(value, secrets) == value else None
 
 
 def failure_for_status(
@@ -245,6 +269,8 @@ def failure_for_status(
         code,
         status=valid_status,
         provider_retry_after_ms=parse_retry_after(_header(headers, "retry-after"), now=now),
-        request_id=request_id_from(headers, fallback_request_id_headers, secrets=kept),
+        request_id=request_id_from(headers, fallback_request_id_headers, secrets=kept)
+        or _safe_id(_body_request_id(body_text), kept)
+        or request_id_from(headers, _REQUEST_ID_HEADERS, secrets=kept),
     )
     return LlmError.from_failure(redact_failure(failure, kept))
