@@ -282,6 +282,26 @@ async def test_g16_36_a_real_system_change_logs_one_change_header(rig: Rig) -> N
     assert [(r, h.system) for r, h in await _headers(rig)] == [("initial", "v1"), ("change", "v2")]
 
 
+async def test_the_request_seed_is_frozen_for_the_turn(rig: Rig) -> None:
+    """Spec F4: a Step's retries reuse its system prompt and tools; a change takes effect with
+    the next turn (the step object's seed is frozen when the turn starts)."""
+    rig.adapter.queue(error_script("SERVER"), text_script("a"), text_script("b"))
+    agent = rig.agent(system="v1")
+
+    async def change_then_retry(
+        ctx: RequestErrorContext, call_next: Callable[[], Awaitable[Retry | None]]
+    ) -> Retry:
+        agent.system = "v2"
+        return Retry()
+
+    dispose = agent.hooks.on_request_error.add(change_then_retry)
+    await agent.run_turn(SID, "one")
+    dispose()
+    await agent.run_turn(SID, "two")
+    assert [r.system for r in rig.adapter.requests] == ["v1", "v1", "v2"]
+    assert [(r, h.system) for r, h in await _headers(rig)] == [("initial", "v1"), ("change", "v2")]
+
+
 async def test_g16_37_an_inject_during_on_request_joins_the_next_request_only(rig: Rig) -> None:
     rig.adapter.queue(text_script("a"), text_script("b"))
     agent = rig.agent()

@@ -6,7 +6,15 @@ from collections.abc import Awaitable, Callable
 
 from agent_helpers import RetryTimes, Rig, error_script, of_type, text_script, types
 
-from modelwire.agent import RequestErrorContext, RequestHookContext, Retry, Waterfall
+from modelwire.agent import (
+    GiveUp,
+    RequestErrorContext,
+    RequestErrorWaterfall,
+    RequestHookContext,
+    Retry,
+    TurnSignal,
+    Waterfall,
+)
 from modelwire.policy import NormalRetryPolicy
 from modelwire.session import AbortCause, StepStart, TurnAborted
 from modelwire.vocab import CallConfig, LlmFailure
@@ -144,3 +152,136 @@ async def test_f18_a_listener_returning_none_ends_the_turn_with_the_failure(rig:
     assert result.failure == LlmFailure("out of credit", "QUOTA", status=402)
     end = of_type(await rig.log.read(SID), "turn/end")[0]
     assert end.reason.failure == result.failure
+
+
+# ---- the decision: Retry() | GiveUp(), None = "no decision" ---------------------------------
+
+
+def _failed_attempt(rig: Rig) -> RequestErrorContext:
+    return RequestErrorContext(
+        agent=rig.agent(),
+        session_id=SID,
+        log=rig.log,
+        turn=1,
+        step=1,
+        attempt=1,
+        provider="scripted",
+        failure=LlmFailure("down", "SERVER"),
+        retry_policy=None,
+        signal=TurnSignal(None),
+    )
+
+
+async def test_request_error_waterfall_result_is_an_explicit_decision(rig: Rig) -> None:
+    chain = RequestErrorWaterfall("agent/request-error")
+    ctx = _failed_attempt(rig)
+    assert await chain.run(ctx) == GiveUp()  # nobody listening: give up
+
+    async def undecided(ctx: RequestErrorContext, call_next: NextRetry) -> Retry | None:
+        return None
+
+    dispose = chain.add(undecided)
+    assert await chain.run(ctx) == GiveUp()  # nobody deciding: give up
+
+    async def retry(ctx: RequestErrorContext, call_next: NextRetry) -> Retry:
+        return Retry()
+
+    chain.add(retry)
+    assert await chain.run(ctx) == Retry()
+    dispose()
+    assert len(chain) == 1 and await chain.run(ctx) == Retry()
+    assert (Retry.kind, GiveUp.kind) == ("retry", "give-up")
+
+
+async def test_request_error_hook_giving_up_stops_the_chain(rig: Rig) -> None:
+    rig.adapter.queue(error_script("SERVER", "down"), text_script("never"))
+    agent = rig.agent()
+
+    async def give_up(ctx: RequestErrorContext, call_next: NextRetry) -> GiveUp:
+        return GiveUp()
+
+    agent.hooks.on_request_error.add(give_up)
+    later = RetryTimes(1)
+    agent.use(later)
+    result = await agent.run_turn(SID, "hi")
+    assert result.failure == LlmFailure("down", "SERVER")
+    assert later.calls == []  # a later listener is never asked
+    assert len(rig.adapter.requests) == 1
+
+
+async def test_request_error_listener_returning_none_lets_the_later_listeners_decide(
+    rig: Rig,
+) -> None:
+    rig.adapter.queue(error_script("SERVER"), text_script("ok"))
+    agent = rig.agent()
+    seen: list[int] = []
+
+    async def undecided(ctx: RequestErrorContext, call_next: NextRetry) -> None:
+        seen.append(ctx.attempt)  # an observer that never calls call_next()
+
+    agent.hooks.on_request_error.add(undecided)
+    later = RetryTimes(1)
+    agent.use(later)
+    result = await agent.run_turn(SID, "hi")
+    assert (result.reason.kind, result.text) == ("completed", "ok")
+    assert seen == [1] and len(later.calls) == 1
+    assert len(rig.adapter.requests) == 2
+
+
+async def test_request_error_call_next_runs_the_rest_of_the_chain_once(rig: Rig) -> None:
+    rig.adapter.queue(error_script("SERVER"), text_script("ok"))
+    agent = rig.agent()
+    answers: list[Retry | None] = []
+
+    async def asks_twice_then_abstains(
+        ctx: RequestErrorContext, call_next: NextRetry
+    ) -> Retry | None:
+        answers.append(await call_next())
+        answers.append(await call_next())
+        return None  # no decision of its own: the later listeners' Retry() stands
+
+    agent.hooks.on_request_error.add(asks_twice_then_abstains)
+    later = RetryTimes(1)
+    agent.use(later)
+    result = await agent.run_turn(SID, "hi")
+    assert result.text == "ok"
+    assert answers == [Retry(), Retry()]
+    assert len(later.calls) == 1  # asked once, not once per call_next()
+    assert len(rig.adapter.requests) == 2
+
+
+async def test_request_error_call_next_answers_none_when_the_rest_gives_up(rig: Rig) -> None:
+    rig.adapter.queue(error_script("AUTH", "bad key", status=401))
+    agent = rig.agent()
+    answers: list[Retry | None] = []
+
+    async def outer(ctx: RequestErrorContext, call_next: NextRetry) -> None:
+        answers.append(await call_next())
+
+    async def refuse(ctx: RequestErrorContext, call_next: NextRetry) -> GiveUp:
+        return GiveUp()
+
+    agent.hooks.on_request_error.add(outer)
+    agent.hooks.on_request_error.add(refuse)
+    result = await agent.run_turn(SID, "hi")
+    assert answers == [None]  # what listeners written before GiveUp expect
+    assert result.failure == LlmFailure("bad key", "AUTH", status=401)
+    assert len(rig.adapter.requests) == 1
+
+
+async def test_request_error_an_outer_retry_overrides_a_later_give_up(rig: Rig) -> None:
+    rig.adapter.queue(error_script("SERVER"), text_script("ok"))
+    agent = rig.agent()
+
+    async def outer(ctx: RequestErrorContext, call_next: NextRetry) -> Retry:
+        assert await call_next() is None
+        return Retry()
+
+    async def refuse(ctx: RequestErrorContext, call_next: NextRetry) -> GiveUp:
+        return GiveUp()
+
+    agent.hooks.on_request_error.add(outer)
+    agent.hooks.on_request_error.add(refuse)
+    result = await agent.run_turn(SID, "hi")
+    assert (result.reason.kind, result.text) == ("completed", "ok")
+    assert len(rig.adapter.requests) == 2

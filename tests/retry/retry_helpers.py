@@ -118,6 +118,31 @@ class RecordingSleep:
         await asyncio.sleep(seconds if self.real else 0)
 
 
+class FakeTime:
+    """An injected clock (epoch ms, `FakeTime()`) and sleep (`.sleep(seconds)`) for the agent.
+
+    `sleep` records each delay, advances the clock by it and yields once: nothing waits in real
+    time. With `hold` set it blocks after recording (until cancelled); `entered` is set then.
+    """
+
+    def __init__(self, now_ms: int = 1_767_225_600_000, *, hold: bool = False) -> None:
+        self.now_ms = now_ms
+        self.hold = hold
+        self.slept: list[float] = []
+        self.entered = asyncio.Event()
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.entered.set()
+        if self.hold:
+            await asyncio.Event().wait()
+        self.now_ms += round(seconds * 1000)
+        await asyncio.sleep(0)
+
+
 class Samples:
     """A jitter source returning the given samples in turn (the last one repeats)."""
 

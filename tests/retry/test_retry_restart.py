@@ -19,7 +19,7 @@ import pytest
 from retry_helpers import RecordingSleep, check_invariants, durable_params, log_url, of_type, types
 from retry_wire import API_KEY, ROUTE, RawServer, answer, deepseek_agent, status
 
-from modelwire.agent import RequestErrorContext, Retry, TurnSignal
+from modelwire.agent import GiveUp, RequestErrorContext, Retry, TurnSignal
 from modelwire.agent.request import derive_messages
 from modelwire.policy import resolve_retry_policy
 from modelwire.retry import RetryPlugin
@@ -152,8 +152,9 @@ async def test_c10_a_worker_killed_in_the_backoff_wait_is_continued_after_restar
             (1, first.retry_id),
             (2, first.retry_id),
         ]
-        # The budget (2) is spent across both processes: the next failure is handed on.
-        assert await hooks.run(_context(agent, log, sid, 3, policy)) is None
+        # The budget (2) is spent across both processes: the next failure is handed on, and
+        # with nobody after the plugin the chain gives up.
+        assert await hooks.run(_context(agent, log, sid, 3, policy)) == GiveUp()
         # A changed policy is a new chain: retry 1 with a fresh id.
         changed = resolve_retry_policy({**SLOW, "max_retries": 3})
         assert await hooks.run(_context(agent, log, sid, 3, changed)) == Retry()

@@ -4,7 +4,8 @@ number. `Agent.resume_turn` continues the dead process's Step: it honours the re
 the same `retry_id` and `retry`), and `RetryPlugin` counts on from the log, so the retry budget is
 shared by both processes (spec C10, C16).
 
-The unit tests cut a real memory-log history at the death point; the wire test kills a real
+The unit tests cut a real memory-log history at the death point and run the resumed agent on an
+injected clock and sleep (`FakeTime`: nothing waits in real time); the wire test kills a real
 child process (DeepSeek adapter, loopback server answering 503) on SQLite and PostgreSQL.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 import pytest
 from retry_helpers import (
+    FakeTime,
     RecordingSleep,
     Rig,
     check_invariants,
@@ -51,14 +53,19 @@ LONG = 60_000
 PAUSE_S = 1.0
 
 
-class _Clock:
-    """Epoch ms; while `fixed` is set, that value (to date copied events in the past)."""
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
-    def __init__(self) -> None:
+
+class _Clock:
+    """Epoch ms of `base`; while `fixed` is set, that value (to date copied events in the past)."""
+
+    def __init__(self, base: Callable[[], int] = _now_ms) -> None:
+        self.base = base
         self.fixed: int | None = None
 
     def __call__(self) -> int:
-        return self.fixed if self.fixed is not None else time.time_ns() // 1_000_000
+        return self.fixed if self.fixed is not None else self.base()
 
 
 async def _source(rig: Rig, *scripts: Any) -> list[Event]:
@@ -85,9 +92,12 @@ def _finish(e: Event) -> bool:
     return e.type == "assistant/chunk" and isinstance(e.data.chunk, Finish)
 
 
-async def _dead(events: Sequence[Event], keep: int, *, age_ms: int) -> MemoryLog:
-    """The first `keep` events, all dated `age_ms` ago (the process died that long ago)."""
-    clock = _Clock()
+async def _dead(
+    events: Sequence[Event], keep: int, *, age_ms: int, fake: FakeTime | None = None
+) -> MemoryLog:
+    """The first `keep` events, all dated `age_ms` ago (the process died that long ago); with
+    `fake`, the log runs on that injected clock."""
+    clock = _Clock() if fake is None else _Clock(fake)
     log = MemoryLog(clock=clock)
     clock.fixed = clock() - age_ms
     for event in events[:keep]:
@@ -96,13 +106,18 @@ async def _dead(events: Sequence[Event], keep: int, *, age_ms: int) -> MemoryLog
     return log
 
 
-def _resumer(rig: Rig, log: MemoryLog, sleep: RecordingSleep) -> Agent:
+def _resumer(
+    rig: Rig, log: MemoryLog, sleep: RecordingSleep, fake: FakeTime | None = None
+) -> Agent:
+    """A fresh agent over `log`; with `fake`, its clock and sleep are that fake."""
     return Agent(
         runtime=rig.runtime,
         log=log,
         provider="mock",
         model="m1",
         plugins=[RetryPlugin(sleep=sleep)],
+        clock=fake,
+        sleep=None if fake is None else fake.sleep,
     )
 
 
@@ -124,15 +139,14 @@ SLOW = {"max_retries": 2, "initial": LONG, "max": LONG, "jitter": 0}
 async def test_retry_resume_honours_a_pending_retry_waiting_only_the_rest_of_it() -> None:
     rig = make_rig(policy(**SLOW))
     events = await _source(rig, fail("SERVER", status=503), fail("SERVER"), text("ok"))
-    log = await _dead(events, _after(events, _is("llm/retry")), age_ms=LONG - 300)
+    fake = FakeTime()
+    log = await _dead(events, _after(events, _is("llm/retry")), age_ms=LONG - 300, fake=fake)
     rig.adapter.queue(fail("SERVER", status=503), text("back"))
     sleep = RecordingSleep()
-    started = time.monotonic()
-    result = await _resumer(rig, log, sleep).resume_turn(SID)
-    elapsed = time.monotonic() - started
+    result = await _resumer(rig, log, sleep, fake).resume_turn(SID)
 
     assert (result.turn, result.reason.kind, result.text) == (1, "completed", "back")
-    assert 0.25 <= elapsed < 5.0  # the ~300 ms left of the 60 s wait, not the whole wait
+    assert fake.slept == [0.3]  # the 300 ms left of the 60 s wait, not the whole wait
     out = await log.read(SID)
     (record, *_) = of_type(out, "llm/retry")
     rid = record.retry_id
@@ -149,6 +163,36 @@ async def test_retry_resume_honours_a_pending_retry_waiting_only_the_rest_of_it(
     assert _attempts(out) == [1, 2, 3]
     assert [m.attempt for m in of_type(out, "assistant/message")] == [3]
     assert rig.adapter.requests[0].messages == rig.adapter.requests[1].messages
+    check_invariants(out)
+
+
+@pytest.mark.parametrize(
+    ("age_ms", "left_s"),
+    [
+        pytest.param(0, LONG / 1000, id="just-decided"),
+        pytest.param(LONG - 300, 0.3, id="mostly-elapsed"),
+        pytest.param(2 * LONG, 0.0, id="elapsed"),
+    ],
+)
+async def test_resume_waits_the_remaining_backoff_on_the_injected_clock(
+    age_ms: int, left_s: float
+) -> None:
+    rig = make_rig(policy(**SLOW))
+    events = await _source(rig, fail("SERVER"), text("ok"))
+    fake = FakeTime()
+    log = await _dead(events, _after(events, _is("llm/retry")), age_ms=age_ms, fake=fake)
+    resumed_at = fake()
+    rig.adapter.queue(text("on time"))
+    result = await _resumer(rig, log, RecordingSleep(), fake).resume_turn(SID)
+
+    assert result.text == "on time"
+    assert fake.slept == [left_s]  # measured from the record's time by the agent's clock
+    out = await log.read(SID)
+    decided = next(e for e in out if e.type == "llm/retry")
+    started = next(e for e in out if e.type == "llm/retry-started")
+    assert decided.time == resumed_at - age_ms
+    assert started.time == max(decided.time + LONG, resumed_at)
+    assert len(rig.adapter.requests) == 1
     check_invariants(out)
 
 
@@ -172,10 +216,12 @@ async def test_retry_resume_a_pending_retry_whose_wait_elapsed_dispatches_at_onc
 async def test_retry_resume_cancelled_during_the_honoured_wait_aborts_without_dispatch() -> None:
     rig = make_rig(policy(**SLOW))
     events = await _source(rig, fail("SERVER"), text("ok"))
-    log = await _dead(events, _after(events, _is("llm/retry")), age_ms=0)
-    agent = _resumer(rig, log, RecordingSleep())
+    fake = FakeTime(hold=True)
+    log = await _dead(events, _after(events, _is("llm/retry")), age_ms=0, fake=fake)
+    agent = _resumer(rig, log, RecordingSleep(), fake)
     task = asyncio.create_task(agent.resume_turn(SID))
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(fake.entered.wait(), 5)  # the agent is in the honoured wait
+    assert fake.slept == [LONG / 1000]
     assert not task.done()
     assert agent.cancel(SID)
     with pytest.raises(asyncio.CancelledError):

@@ -4,27 +4,35 @@ from __future__ import annotations
 
 from .hooks import (
     AgentHooks,
-    AgentPlugin,
+    AgentLike,
     Block,
     ErrorContext,
+    GiveUp,
     PreStepContext,
     RequestErrorContext,
+    RequestErrorDecision,
+    RequestErrorWaterfall,
     RequestHookContext,
     Retry,
     TurnSignal,
     Waterfall,
 )
-from .loop import Agent, TurnResult, UserInput
+from .loop import Agent, AgentPlugin, TurnResult, UserInput
 from .tools import Tool, ToolOutcome, run_tool_call
+from .wait import wait_cancellably
 
 __all__ = [
     "Agent",
     "AgentHooks",
+    "AgentLike",
     "AgentPlugin",
     "Block",
     "ErrorContext",
+    "GiveUp",
     "PreStepContext",
     "RequestErrorContext",
+    "RequestErrorDecision",
+    "RequestErrorWaterfall",
     "RequestHookContext",
     "Retry",
     "Tool",
@@ -34,4 +42,5 @@ __all__ = [
     "UserInput",
     "Waterfall",
     "run_tool_call",
+    "wait_cancellably",
 ]

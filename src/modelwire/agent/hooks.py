@@ -1,34 +1,47 @@
-"""The agent's live extension points: waterfalls, their payloads, the turn signal and `Retry`.
+"""The agent's live extension points: waterfalls, their payloads and the decisions they return.
 
 A `Waterfall` runs its listeners in registration order: the first-registered listener runs first
 and reaches the later ones through `call_next()`; the last `call_next()` returns the default.
 A "downstream-first" listener (e.g. always-mode retry) simply awaits `call_next()` before deciding.
+
+`on_request_error` is a `RequestErrorWaterfall`, whose result is always an explicit decision:
+`Retry()` (another attempt inside the same Step) or `GiveUp()` (the turn ends in error with the
+failure). A listener returns one of them, or None for "no decision": then the rest of the chain
+decides (it runs now, unless the listener already ran it through `call_next()`), and a chain in
+which nobody decides gives up. `GiveUp()` stops the chain: the later listeners are not entered.
+`call_next()` runs the rest of the chain at most once (a second call returns the first call's
+answer) and answers `Retry()` if it decided to retry, else None — so listeners written before
+`GiveUp` existed (`return None`, `if await call_next() is None`) keep working unchanged.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Generic, Literal, Protocol, TypeAlias, TypeVar
+from typing import ClassVar, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 import msgspec
 
 from ..policy import RetryPolicy
+from ..session.events import AbortCause
+from ..session.log import SessionLog
 from ..vocab import CallConfig, LlmFailure, Message
-
-if TYPE_CHECKING:
-    from ..session.log import SessionLog
-    from .loop import Agent
+from .cancel import AbortKind, TurnSignal
+from .inputs import UserInput
 
 __all__ = [
     "AbortKind",
     "AgentHooks",
-    "AgentPlugin",
+    "AgentLike",
     "Block",
     "ErrorContext",
+    "GiveUp",
+    "NextDecision",
     "PreStepContext",
     "RequestErrorContext",
+    "RequestErrorDecision",
+    "RequestErrorListener",
+    "RequestErrorWaterfall",
     "RequestHookContext",
     "Retry",
     "TurnSignal",
@@ -37,9 +50,7 @@ __all__ = [
 
 P = TypeVar("P")
 R = TypeVar("R")
-
-AbortKind: TypeAlias = Literal["user", "parent", "hook", "disposed", "legacy"]
-"""Who cancelled a turn (recorded in `turn/end {aborted}`)."""
+L = TypeVar("L")
 
 
 class Retry(msgspec.Struct, frozen=True):
@@ -48,54 +59,50 @@ class Retry(msgspec.Struct, frozen=True):
     kind: ClassVar[Literal["retry"]] = "retry"
 
 
+class GiveUp(msgspec.Struct, frozen=True):
+    """Returned by an `on_request_error` listener: no other attempt, and no later listener is
+    asked; the turn ends in error with the attempt's failure."""
+
+    kind: ClassVar[Literal["give-up"]] = "give-up"
+
+
+RequestErrorDecision: TypeAlias = Retry | GiveUp
+"""What the request-error waterfall decides for a failed attempt."""
+
+
 class Block(msgspec.Struct, frozen=True):
     """Returned by an `on_pre_step` listener: refuse the step; the turn ends `blocked`."""
 
     kind: ClassVar[Literal["blocked"]] = "blocked"
 
 
-class TurnSignal:
-    """The cancellation handle of one running turn.
-
-    `cancel()` from outside the turn's task cancels that task (`run_turn` then re-raises
-    `CancelledError`); from inside it (e.g. in a hook) it only marks the turn, and the loop ends
-    it `aborted` at its next check. Cancellation always beats a returned `Retry`.
-    """
-
-    def __init__(self, task: asyncio.Task[object] | None) -> None:
-        self._task = task
-        self._event = asyncio.Event()
-        self.cause: AbortKind | None = None
-        self.reason: str | None = None
+class AgentLike(Protocol):
+    """What a hook payload carries of the agent that runs the turn (`Agent` is one)."""
 
     @property
-    def cancelled(self) -> bool:
-        """True once the turn was cancelled (by `cancel()` or by cancelling its task)."""
-        if self._event.is_set():
-            return True
-        task = self._task
-        return task is not None and task.cancelling() > 0
+    def log(self) -> SessionLog:
+        """The session log the agent writes."""
+        ...
 
-    def cancel(self, kind: AbortKind = "user", reason: str | None = None) -> None:
-        """Cancel the turn, recording who did it; later calls keep the first cause."""
-        if self.cause is None:
-            self.cause = kind
-            self.reason = reason
-        self._event.set()
-        task = self._task
-        if task is not None and not task.done() and asyncio.current_task() is not task:
-            task.cancel()
+    @property
+    def hooks(self) -> AgentHooks:
+        """The agent's extension points."""
+        ...
 
-    async def wait(self) -> None:
-        """Return once the turn is cancelled (explicit `cancel()` calls only)."""
-        await self._event.wait()
+    def inject(self, session_id: str, content: UserInput) -> None:
+        """Queue a user message for the next Step of `session_id`."""
+        ...
+
+    def cancel(self, session_id: str, kind: AbortCause | None = None) -> bool:
+        """Cancel the running turn of `session_id`."""
+        ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestHookContext:
     """Payload of `on_request`: the step being requested and the seed call config (the default)."""
 
-    agent: Agent
+    agent: AgentLike
     session_id: str
     turn: int
     step: int
@@ -111,7 +118,7 @@ class RequestErrorContext:
     `retry_policy` is None when no adapter registration served the attempt (e.g. `NO_ADAPTER`).
     """
 
-    agent: Agent
+    agent: AgentLike
     session_id: str
     log: SessionLog
     turn: int
@@ -127,7 +134,7 @@ class RequestErrorContext:
 class PreStepContext:
     """Payload of `on_pre_step`: the messages about to enter the step (the default result)."""
 
-    agent: Agent
+    agent: AgentLike
     session_id: str
     turn: int
     step: int
@@ -149,16 +156,23 @@ class ErrorContext:
 Listener: TypeAlias = Callable[[P, Callable[[], Awaitable[R]]], Awaitable[R]]
 """A waterfall listener: `async (payload, call_next) -> result`."""
 
+NextDecision: TypeAlias = Callable[[], Awaitable[Retry | None]]
+"""A request-error listener's `call_next`: `Retry()` if the rest of the chain retries, else None."""
 
-class Waterfall(Generic[P, R]):
-    """An ordered chain of async listeners with a default at the end (see the module docstring)."""
+RequestErrorListener: TypeAlias = Callable[
+    [RequestErrorContext, NextDecision], Awaitable[RequestErrorDecision | None]
+]
+"""An `on_request_error` listener: `async (ctx, call_next) -> Retry() | GiveUp() | None`."""
 
-    def __init__(self, name: str, default: Callable[[P], R]) -> None:
+
+class _Chain(Generic[L]):
+    """An ordered, named list of listeners with disposers."""
+
+    def __init__(self, name: str) -> None:
         self.name = name
-        self._default = default
-        self._listeners: list[Listener[P, R]] = []
+        self._listeners: list[L] = []
 
-    def add(self, listener: Listener[P, R]) -> Callable[[], None]:
+    def add(self, listener: L) -> Callable[[], None]:
         """Append `listener` (it runs after those registered earlier); returns its disposer."""
         self._listeners.append(listener)
 
@@ -170,6 +184,14 @@ class Waterfall(Generic[P, R]):
 
     def __len__(self) -> int:
         return len(self._listeners)
+
+
+class Waterfall(_Chain[Listener[P, R]], Generic[P, R]):
+    """An ordered chain of async listeners with a default at the end (see the module docstring)."""
+
+    def __init__(self, name: str, default: Callable[[P], R]) -> None:
+        super().__init__(name)
+        self._default = default
 
     async def run(self, payload: P) -> R:
         """Run the chain over a snapshot of the current listeners and return its result."""
@@ -183,12 +205,57 @@ class Waterfall(Generic[P, R]):
         return await call(0)
 
 
+class _Rest:
+    """The rest of a request-error chain, as seen by the listener before it: run at most once."""
+
+    __slots__ = ("_asked", "_decision", "_run")
+
+    def __init__(self, run: Callable[[], Awaitable[RequestErrorDecision | None]]) -> None:
+        self._run = run
+        self._asked = False
+        self._decision: RequestErrorDecision | None = None
+
+    async def decision(self) -> RequestErrorDecision | None:
+        """What the rest of the chain decided (None: nobody decided, or it raised and the
+        listener went on)."""
+        if not self._asked:
+            self._asked = True
+            self._decision = await self._run()
+        return self._decision
+
+    async def call_next(self) -> Retry | None:
+        decision = await self.decision()
+        return decision if isinstance(decision, Retry) else None
+
+
+class RequestErrorWaterfall(_Chain[RequestErrorListener]):
+    """The `agent/request-error` chain; `run` returns an explicit decision (module docstring)."""
+
+    async def run(self, ctx: RequestErrorContext) -> RequestErrorDecision:
+        """Offer a failed attempt to a snapshot of the current listeners: `Retry()` or `GiveUp()`.
+
+        A listener that raises propagates (no retry; the turn ends in error with that error).
+        """
+        listeners = tuple(self._listeners)
+
+        async def decide(index: int) -> RequestErrorDecision | None:
+            if index == len(listeners):
+                return None
+            rest = _Rest(lambda: decide(index + 1))
+            own = await listeners[index](ctx, rest.call_next)
+            return own if own is not None else await rest.decision()
+
+        decision = await decide(0)
+        return GiveUp() if decision is None else decision  # nobody deciding gives up
+
+
 class AgentHooks:
     """The agent's extension points.
 
     - `on_pre_step`: may replace the entered messages or return `Block()`.
     - `on_request`: returns the `CallConfig` for this attempt (default: the seed).
-    - `on_request_error`: returns `Retry()` to run another attempt, or None (default).
+    - `on_request_error`: decides `Retry()` or `GiveUp()` for a failed attempt (None from a
+      listener: the later ones decide; nobody deciding gives up).
     - `on_error`: observers told when a turn ends in error (exceptions there are ignored).
     """
 
@@ -199,18 +266,5 @@ class AgentHooks:
         self.on_request: Waterfall[RequestHookContext, CallConfig] = Waterfall(
             "agent/request", lambda ctx: ctx.config
         )
-        self.on_request_error: Waterfall[RequestErrorContext, Retry | None] = Waterfall(
-            "agent/request-error", lambda ctx: None
-        )
+        self.on_request_error = RequestErrorWaterfall("agent/request-error")
         self.on_error: list[Callable[[ErrorContext], object]] = []
-
-
-class AgentPlugin(Protocol):
-    """A plugin: `install(agent)` registers hooks; a callable return value is its disposer.
-
-    The disposer (sync or async) runs on `await agent.close()`, in reverse install order.
-    """
-
-    def install(self, agent: Agent) -> object:
-        """Register this plugin's hooks on `agent`."""
-        ...

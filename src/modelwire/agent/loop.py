@@ -1,6 +1,8 @@
 """The Turn frame of the agent loop: `Agent.run_turn` runs Steps until no tool calls remain.
 
 `Agent.resume_turn` runs the same frame over a turn a dead process left open (see `resume.py`).
+Each turn runs its Steps through one `StepRunner` (`step.py`), built when the turn starts with the
+agent's request seed frozen then.
 
 Every fact lands in the session log and the log — not this object — is the source of truth: a new
 `Agent` over an existing session continues turn numbering from it and rebuilds every request from
@@ -13,8 +15,9 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..errors import ErrorCode, HarnessError, normalize_llm_failure
 from ..session.events import (
@@ -29,20 +32,20 @@ from ..session.events import (
     TurnStart,
 )
 from ..session.log import SessionLog
-from ..vocab import CallConfig, ContentBlock, LlmFailure, Message, TextBlock, ToolSchema
-from ..vocab.messages import user_message
-from .hooks import AgentHooks, AgentPlugin, Block, ErrorContext, PreStepContext, TurnSignal
+from ..vocab import Message, ToolSchema
+from .cancel import TurnCancelled, TurnSignal, cancellation
+from .hooks import AgentHooks, Block, ErrorContext, PreStepContext
+from .inputs import UserInput, as_user_message
 from .ports import RuntimeLike
 from .repair import DEFAULT_REPAIR_AFTER_MS, repair_facts
-from .request import LogView, derive_messages
-from .resume import resume_point, resume_step
-from .step import StepOutcome, TurnCancelled, cancellation, run_step
+from .request import LogView, RequestSeed, derive_messages
+from .result import TurnResult
+from .resume import ResumePoint, resume_point, resume_step
+from .step import SessionState, StepFrame, StepOutcome, StepRunner
 from .tools import Tool, tool_map
+from .wait import Sleep
 
-__all__ = ["Agent", "TurnResult", "UserInput"]
-
-UserInput = str | Message | Sequence[ContentBlock] | None
-"""What a turn starts with: text, a ready user message, content blocks, or nothing (inbox only)."""
+__all__ = ["Agent", "AgentPlugin", "TurnResult", "UserInput"]
 
 _MAX_SAFE_INT = 2**53 - 1
 
@@ -54,35 +57,24 @@ def _now_ms() -> int:
 @dataclass(slots=True)
 class _TurnState:
     """The running turn inside the frame: its number, where its events start, the Step count,
-    the messages entering the next Step and, when resuming, how to settle the last Step."""
+    the messages entering the next Step and, when resuming, where the dead process stopped."""
 
     turn: int
     start_seq: int
     step: int = 0
     entered: list[Message] = field(default_factory=list)
-    resume: Callable[[TurnSignal], Awaitable[StepOutcome | TurnEndReason | None]] | None = None
+    resumed: ResumePoint | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    """The outcome of one turn: its number, why it ended and the messages it added, in log order."""
+class AgentPlugin(Protocol):
+    """A plugin: `install(agent)` registers hooks; a callable return value is its disposer.
 
-    turn: int
-    reason: TurnEndReason
-    messages: tuple[Message, ...]
+    The disposer (sync or async) runs on `await agent.close()`, in reverse install order.
+    """
 
-    @property
-    def failure(self) -> LlmFailure | None:
-        """The failure of a turn that ended in error, else None."""
-        return self.reason.failure if isinstance(self.reason, TurnErrored) else None
-
-    @property
-    def text(self) -> str:
-        """The text blocks of the last assistant message, joined (empty when there is none)."""
-        for message in reversed(self.messages):
-            if message.role == "assistant":
-                return "".join(b.text for b in message.content if isinstance(b, TextBlock))
-        return ""
+    def install(self, agent: Agent) -> object:
+        """Register this plugin's hooks on `agent`."""
+        ...
 
 
 def _check_max_tokens(value: object) -> int | None:
@@ -96,25 +88,14 @@ def _check_max_tokens(value: object) -> int | None:
     return value
 
 
-def _as_message(content: UserInput) -> Message | None:
-    if content is None:
-        return None
-    if isinstance(content, Message):
-        if content.role != "user":
-            raise HarnessError(
-                f"turn input must be a user message, got role {content.role!r}",
-                ErrorCode.INVALID_ARGS,
-            )
-        return content
-    return user_message(content)
-
-
 class Agent:
     """The Turn/Step loop over one runtime and one session log (see the module docstring).
 
-    `provider`/`model` seed the first request; `system` and `tools` go with every request;
-    `plugins` are installed in order (`plugin.install(agent)`). `max_tokens`, when given, must be a
-    positive safe integer (`INVALID_CONFIG` otherwise, before anything else happens).
+    `provider`/`model` seed the first request; `system` and `tools` go with every request (as
+    they are when a turn starts); `plugins` are installed in order (`plugin.install(agent)`).
+    `max_tokens`, when given, must be a positive safe integer (`INVALID_CONFIG` otherwise, before
+    anything else happens). `clock` (epoch ms) and `sleep` (seconds, default `asyncio.sleep`) are
+    the agent's time: the age of an open turn, and the rest of a decided retry's wait on resume.
     """
 
     def __init__(
@@ -133,6 +114,7 @@ class Agent:
         repair_after_ms: float = DEFAULT_REPAIR_AFTER_MS,
         cancel_grace_ms: float = 2_000.0,
         clock: Callable[[], int] | None = None,
+        sleep: Sleep | None = None,
     ) -> None:
         self.max_tokens = _check_max_tokens(max_tokens)
         if not isinstance(repair_after_ms, (int, float)) or not repair_after_ms >= 0:
@@ -148,6 +130,7 @@ class Agent:
             )
         self.cancel_grace_ms = float(cancel_grace_ms)
         self.clock: Callable[[], int] = clock or _now_ms
+        self.sleep: Sleep = sleep or asyncio.sleep
         self.runtime = runtime
         self.log = log
         self.provider = provider
@@ -159,8 +142,7 @@ class Agent:
         self.tool_map: dict[str, Tool] = tool_map(tool_list)
         self.tool_schemas: tuple[ToolSchema, ...] = tuple(tool.schema for tool in tool_list)
         self.hooks = AgentHooks()
-        self._requested: set[str] = set()
-        self._views: dict[str, LogView] = {}
+        self._sessions: dict[str, SessionState] = {}
         self._inbox: dict[str, list[Message]] = {}
         self._signals: dict[str, TurnSignal] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -180,7 +162,7 @@ class Agent:
 
     def inject(self, session_id: str, content: UserInput) -> None:
         """Queue a user message; it enters the session at the start of the next Step."""
-        message = _as_message(content)
+        message = as_user_message(content)
         if message is not None:
             self._inbox.setdefault(session_id, []).append(message)
 
@@ -205,20 +187,35 @@ class Agent:
             if inspect.isawaitable(result):
                 await result
 
-    def first_request(self, session_id: str) -> bool:
-        """True until this instance has logged a request header for `session_id`."""
-        return session_id not in self._requested
+    def _session(self, session_id: str) -> SessionState:
+        """This instance's state of `session_id`: its log view (refresh it before use) and
+        whether it has logged a request header there yet."""
+        state = self._sessions.get(session_id)
+        if state is None:
+            state = self._sessions[session_id] = SessionState(session_id)
+        return state
 
-    def view(self, session_id: str) -> LogView:
-        """This instance's incremental view of `session_id` (refresh it before use)."""
-        view = self._views.get(session_id)
-        if view is None:
-            view = self._views[session_id] = LogView()
-        return view
-
-    def mark_requested(self, session_id: str, config: CallConfig) -> None:
-        """Record that this instance built a request for `session_id` (header logged)."""
-        self._requested.add(session_id)
+    def _runner(self) -> StepRunner:
+        """The step object of a turn starting now, with the request seed frozen now."""
+        seed = RequestSeed(
+            provider=self.provider,
+            model=self.model,
+            max_tokens=self.max_tokens,
+            reasoning_effort=self.reasoning_effort,
+            temperature=self.temperature,
+            system=self.system,
+            tools=self.tool_schemas,
+        )
+        return StepRunner(
+            agent=self,
+            log=self.log,
+            runtime=self.runtime,
+            hooks=self.hooks,
+            tools=self.tool_map,
+            seed=seed,
+            clock=self.clock,
+            sleep=self.sleep,
+        )
 
     # ---- the turn --------------------------------------------------------------------------
 
@@ -233,7 +230,7 @@ class Agent:
         (a hook calling `signal.cancel()`) returns reason `aborted` instead.
         """
         self._check_usable()
-        first = _as_message(user_input)
+        first = as_user_message(user_input)
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with lock:
             return await self._turn(
@@ -282,11 +279,7 @@ class Agent:
             )
         point = resume_point(await self.log.read(sid, start.seq))
         self._opened[sid] = point.turn
-
-        async def resume(signal: TurnSignal) -> StepOutcome | TurnEndReason | None:
-            return await resume_step(self, sid, signal, view, point)
-
-        return _TurnState(point.turn, start.seq, step=point.step, resume=resume)
+        return _TurnState(point.turn, start.seq, step=point.step, resumed=point)
 
     async def _turn(
         self, sid: str, opener: Callable[[LogView], Awaitable[_TurnState]]
@@ -296,7 +289,7 @@ class Agent:
         signal = TurnSignal(asyncio.current_task())
         self._signals[sid] = signal
         try:
-            state = await opener(await self.view(sid).refresh(log, sid))
+            state = await opener(await self._session(sid).view.refresh(log, sid))
         except BaseException:
             self._signals.pop(sid, None)
             raise
@@ -304,7 +297,7 @@ class Agent:
         reason: TurnEndReason = TurnCompleted()
         try:
             try:
-                reason = await self._steps(sid, signal, state)
+                reason = await self._steps(sid, signal, state, self._runner())
             except Exception as exc:
                 failure = normalize_llm_failure(exc)
                 reason = TurnErrored(failure)
@@ -329,12 +322,16 @@ class Agent:
         messages = derive_messages(await log.read(sid, state.start_seq))
         return TurnResult(turn, reason, messages)
 
-    async def _steps(self, sid: str, signal: TurnSignal, state: _TurnState) -> TurnEndReason:
+    async def _steps(
+        self, sid: str, signal: TurnSignal, state: _TurnState, runner: StepRunner
+    ) -> TurnEndReason:
         """Run Steps until no tool calls (and no injected messages) remain; the turn's reason."""
+        session = self._session(sid)
         max_tokens = False
         more = True
-        if state.resume is not None:
-            settled = await state.resume(signal)
+        if state.resumed is not None:
+            frame = StepFrame(session, signal, state.turn, state.step)
+            settled = await resume_step(runner, frame, state.resumed)
             if isinstance(settled, StepOutcome):
                 max_tokens = settled.max_tokens
                 more = settled.ran_tools or bool(self._inbox.get(sid))
@@ -361,7 +358,8 @@ class Agent:
             if isinstance(decision, Block):
                 return TurnBlocked()
             state.entered = []
-            outcome = await run_step(self, sid, signal, state.turn, state.step, tuple(decision))
+            frame = StepFrame(session, signal, state.turn, state.step)
+            outcome = await runner.run(frame, tuple(decision))
             max_tokens = max_tokens or outcome.max_tokens
             more = outcome.ran_tools or bool(self._inbox.get(sid))
             if signal.cancelled:

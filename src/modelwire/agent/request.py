@@ -1,8 +1,9 @@
-"""Request building as a pure function of the log: message derivation, headers, seed config."""
+"""Request building as a pure function of the log: message derivation, headers, the seed."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import msgspec
 
@@ -24,10 +25,10 @@ from ..vocab import AdapterDefaults, CallConfig, Message, ToolCallBlock, ToolSch
 
 __all__ = [
     "LogView",
+    "RequestSeed",
     "canonical_header",
     "derive_messages",
     "headers_equal",
-    "seed_config",
 ]
 
 _HEADER_ENCODER = msgspec.json.Encoder()
@@ -152,45 +153,53 @@ class LogView:
             self.last_time = event.time
 
 
-def seed_config(
-    *,
-    first_request: bool,
-    latest: EpochHeader | None,
-    provider: str,
-    model: str,
-    max_tokens: int | None,
-    reasoning_effort: str | None,
-    temperature: float | None,
-) -> CallConfig:
-    """The seed call config for a request (spec F8).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestSeed:
+    """The agent's own contribution to every request of a turn, frozen when the turn starts.
 
-    First request of this agent instance: the agent's options, restoring the persisted effort
-    only for the same provider and model when it was not adapter-defaulted (and none was given).
-    Later requests: the latest logged header's config minus the adapter-defaulted fields.
+    `provider`, `model`, `max_tokens`, `reasoning_effort` and `temperature` seed the call config
+    (`config`, spec F8); `system` and `tools` go with every request of the turn, retries
+    included (F4).
     """
-    if first_request or latest is None:
-        effort = reasoning_effort
-        if (
-            effort is None
-            and latest is not None
-            and latest.config.provider == provider
-            and latest.config.model == model
-            and not (latest.adapter_defaults and latest.adapter_defaults.reasoning_effort)
-        ):
-            effort = latest.config.reasoning_effort
-        return CallConfig(
-            provider=provider,
-            model=model,
-            max_tokens=max_tokens,
-            reasoning_effort=effort,
-            temperature=temperature,
-        )
-    config = latest.config
-    flags = latest.adapter_defaults
-    if flags is not None and (flags.reasoning_effort or flags.max_tokens):
-        config = msgspec.structs.replace(
-            config,
-            reasoning_effort=None if flags.reasoning_effort else config.reasoning_effort,
-            max_tokens=None if flags.max_tokens else config.max_tokens,
-        )
-    return config
+
+    provider: str
+    model: str
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    temperature: float | None = None
+    system: str | None = None
+    tools: tuple[ToolSchema, ...] = ()
+
+    def config(self, latest: EpochHeader | None, *, first_request: bool) -> CallConfig:
+        """The seed call config of a request, given the latest logged header (spec F8).
+
+        First request of this agent instance: the agent's options, restoring the persisted
+        effort only for the same provider and model when it was not adapter-defaulted (and none
+        was given). Later requests: the latest header's config minus the adapter-defaulted fields.
+        """
+        if first_request or latest is None:
+            effort = self.reasoning_effort
+            if (
+                effort is None
+                and latest is not None
+                and latest.config.provider == self.provider
+                and latest.config.model == self.model
+                and not (latest.adapter_defaults and latest.adapter_defaults.reasoning_effort)
+            ):
+                effort = latest.config.reasoning_effort
+            return CallConfig(
+                provider=self.provider,
+                model=self.model,
+                max_tokens=self.max_tokens,
+                reasoning_effort=effort,
+                temperature=self.temperature,
+            )
+        config = latest.config
+        flags = latest.adapter_defaults
+        if flags is not None and (flags.reasoning_effort or flags.max_tokens):
+            config = msgspec.structs.replace(
+                config,
+                reasoning_effort=None if flags.reasoning_effort else config.reasoning_effort,
+                max_tokens=None if flags.max_tokens else config.max_tokens,
+            )
+        return config

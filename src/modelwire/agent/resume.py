@@ -1,14 +1,14 @@
 """Resuming a turn a dead process left open: where the log says it stopped, and what comes next.
 
 `resume_point` folds the events of the open turn (a pure function of the log); `resume_step` then
-settles or continues its last Step for `Agent.resume_turn`:
+settles or continues its last Step for `Agent.resume_turn`, through the turn's `StepRunner`:
 
-- an open Step without a committed message continues in place (`continue_step`), attempts
+- an open Step without a committed message continues in place (`StepRunner.carry_on`), attempts
   numbered on from the last logged one. A retry the dead process decided (`llm/retry` without its
   `llm/retry-started`) is honoured: only the rest of its `delay_ms`, measured from the record's
-  `time`, is waited (cancellably), then `llm/retry-started` is appended with the same `retry_id`
-  and `retry`. A failure no decision followed runs `on_request_error` again; without `Retry()`
-  the turn ends in error with that failure.
+  `time` by the runner's clock, is waited (`wait_cancellably`, with the runner's sleep), then
+  `llm/retry-started` is appended with the same `retry_id` and `retry`. A failure no decision
+  followed is offered to `on_request_error` again; `GiveUp()` ends the turn in error with it.
 - an open Step whose message was committed gets `TOOL_INTERRUPTED` results for its unanswered
   tool calls (a tool may have side effects and may have run: it is never run again) and its
   `step/end`; the turn goes on as the Step's outcome says.
@@ -17,14 +17,10 @@ settles or continues its last Step for `Agent.resume_turn`:
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..errors import ErrorCode, HarnessError, LlmError
-from ..policy import RetryPolicy
 from ..session.events import (
     AssistantChunk,
     AssistantMessage,
@@ -40,13 +36,10 @@ from ..session.events import (
 )
 from ..vocab import Aborted, Error, Finish, FinishReason, LlmFailure, MaxTokens, ToolCallBlock
 from ..vocab.messages import tool_result_message
-from .hooks import TurnSignal
-from .ports import PreparedCallLike
-from .request import LogView, seed_config
-from .step import StepOutcome, cancellation, continue_step, handle_failure
-
-if TYPE_CHECKING:
-    from .loop import Agent
+from .cancel import cancellation
+from .request import LogView
+from .step import FailedAttempt, StepFrame, StepOutcome, StepRunner
+from .wait import wait_cancellably
 
 __all__ = [
     "ResumePoint",
@@ -160,31 +153,28 @@ def resume_point(events: Sequence[Event]) -> ResumePoint:
 
 
 async def resume_step(
-    agent: Agent, session_id: str, signal: TurnSignal, view: LogView, point: ResumePoint
+    runner: StepRunner, frame: StepFrame, point: ResumePoint
 ) -> StepOutcome | TurnEndReason | None:
     """Settle or continue the last Step of the open turn (see the module docstring).
 
-    Returns the Step's outcome, a reason that ends the turn now, or None when the turn has no
-    Step yet; a failure nothing retries is raised as its `LlmError`.
+    `frame` names that Step (`point.turn`, `point.step`). Returns the Step's outcome, a reason
+    that ends the turn now, or None when the turn has no Step yet; a failure nothing retries is
+    raised as its `LlmError`.
     """
-    log = agent.log
-    facts: list[ToolResultRecord | StepEnd] = list(interrupted_results(view))
+    log, sid = runner.log, frame.session.session_id
+    facts: list[ToolResultRecord | StepEnd] = list(interrupted_results(frame.session.view))
     if point.step_open and point.message is None:
         if facts:
-            await log.append_many(session_id, facts)
-        return await continue_step(
-            agent,
-            session_id,
-            signal,
-            point.turn,
-            point.step,
-            attempt=point.attempt + 1,
-            before=lambda: _before_attempt(agent, session_id, signal, view, point),
-        )
+            await log.append_many(sid, facts)
+
+        async def before() -> FailedAttempt | None:
+            return await _before_attempt(runner, frame, point)
+
+        return await runner.carry_on(frame, attempt=point.attempt + 1, before=before)
     if point.step_open:
         facts.append(StepEnd(point.turn, point.step))
     if facts:
-        await log.append_many(session_id, facts)
+        await log.append_many(sid, facts)
     if point.step == 0:
         return None
     message = point.message
@@ -201,73 +191,25 @@ async def resume_step(
 
 
 async def _before_attempt(
-    agent: Agent, session_id: str, signal: TurnSignal, view: LogView, point: ResumePoint
-) -> None:
-    """Finish what the dead process was doing between the last attempt and the next one."""
+    runner: StepRunner, frame: StepFrame, point: ResumePoint
+) -> FailedAttempt | None:
+    """Finish what the dead process was doing between the last attempt and the next one: the
+    rest of a decided retry's wait, or the failed attempt still to decide on."""
     pending = point.pending
     if pending is not None and isinstance(pending.data, LlmRetry):
         record = pending.data
-        now = time.time_ns() // 1_000_000
-        await _wait(remaining_delay_ms(record.delay_ms, pending.time, now), signal)
-        await agent.log.append(
-            session_id,
+        left = remaining_delay_ms(record.delay_ms, pending.time, runner.clock())
+        await wait_cancellably(left, frame.signal, sleep=runner.sleep)
+        if frame.signal.cancelled:
+            raise cancellation()
+        await runner.log.append(
+            frame.session.session_id,
             LlmRetryStarted(
                 retry_id=record.retry_id, turn=record.turn, step=record.step, retry=record.retry
             ),
         )
-    elif point.failure is not None:
-        provider, policy = await _served_by(agent, view)
-        await handle_failure(
-            agent,
-            session_id,
-            signal,
-            turn=point.turn,
-            step=point.step,
-            attempt=point.attempt,
-            provider=provider,
-            failure=point.failure,
-            retry_policy=policy,
-        )
-
-
-async def _wait(delay_ms: float, signal: TurnSignal) -> None:
-    """Sleep `delay_ms`; a turn cancelled first raises its cancellation. No timer outlives it."""
-    if delay_ms > 0:
-        waiters = (
-            asyncio.ensure_future(asyncio.sleep(delay_ms / 1000.0)),
-            asyncio.ensure_future(signal.wait()),
-        )
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
-            await asyncio.gather(*waiters, return_exceptions=True)
-    if signal.cancelled:
-        raise cancellation()
-
-
-async def _served_by(agent: Agent, view: LogView) -> tuple[str, RetryPolicy | None]:
-    """The provider and retry policy of the failed attempt's call, re-prepared from the log.
-
-    The latest `request/header` is the one the attempt was built under; its config (minus the
-    adapter-defaulted fields, as every later request seeds it) is prepared again, which binds the
-    route's current registration and its policy. No route (`NO_ADAPTER`) means no policy.
-    """
-    config = seed_config(
-        first_request=view.latest_header is None,
-        latest=view.latest_header,
-        provider=agent.provider,
-        model=agent.model,
-        max_tokens=agent.max_tokens,
-        reasoning_effort=agent.reasoning_effort,
-        temperature=agent.temperature,
-    )
-    prepared: PreparedCallLike
-    try:
-        prepared = await agent.runtime.prepare_call(config)
-    except HarnessError as exc:
-        if exc.code != ErrorCode.NO_ADAPTER:
-            raise
-        return config.provider, None
-    return prepared.config.provider, prepared.retry_policy
+        return None
+    if point.failure is None:
+        return None
+    provider, policy = await runner.served_by(frame.session.view)
+    return FailedAttempt(point.attempt, provider, point.failure, policy)

@@ -1,22 +1,25 @@
-"""One Step: attempts (request rebuilt from the log, checkpoint barrier, chunk logging), tool calls.
+"""The step object, `StepRunner`: one Step's attempts, its request-error decision, its tool calls.
+
+A `StepRunner` owns what a Step needs — the log, the runtime, the hooks, the tools and the
+request seed frozen when the turn started — and holds the one request-building path, shared by
+a running Step and a resumed one (`resume.py`): seed config → `on_request` → `prepare_call` →
+header and context facts → the request (spec F.3).
 
 A retry is another attempt of the same Step: same turn, same step, a new attempt number, a fresh
-assembler and chunk-seq list, and the request re-derived from the log. `continue_step` carries on
-a Step a dead process left open (see `resume.py`): no new `step/start`, attempts numbered on.
+assembler and chunk-seq list, and the request re-derived from the log. `carry_on` carries on a
+Step a dead process left open: no new `step/start`, attempts numbered on.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeAlias
 
-from ..assembler import BlockAssembler
 from ..errors import ErrorCode, HarnessError, LlmError
+from ..never import assert_never
 from ..policy import RetryPolicy
 from ..session.events import (
-    AssistantChunk,
     AssistantMessage,
     RequestContext,
     RequestHeader,
@@ -37,38 +40,45 @@ from ..vocab import (
     MaxTokens,
     Message,
     ModelSource,
-    StreamChunk,
     ToolCallBlock,
-    assistant_message,
 )
-from .hooks import RequestErrorContext, RequestHookContext, Retry, TurnSignal
-from .ports import PreparedCallLike
-from .request import canonical_header, headers_equal, seed_config
-from .tools import run_tool_call
+from .cancel import TurnSignal, cancellation
+from .chunks import consume
+from .hooks import (
+    AgentHooks,
+    AgentLike,
+    GiveUp,
+    RequestErrorContext,
+    RequestErrorDecision,
+    RequestHookContext,
+    Retry,
+)
+from .ports import PreparedCallLike, RuntimeLike
+from .request import LogView, RequestSeed, canonical_header, headers_equal
+from .tools import Tool, run_tool_call
+from .wait import Sleep
 
-if TYPE_CHECKING:
-    from .loop import Agent
-
-__all__ = [
-    "StepOutcome",
-    "TurnCancelled",
-    "cancellation",
-    "continue_step",
-    "handle_failure",
-    "run_step",
-]
-
-
-class TurnCancelled(BaseException):
-    """Raised inside the loop when the turn was cancelled through its signal (not its task)."""
+__all__ = ["Before", "FailedAttempt", "SessionState", "StepFrame", "StepOutcome", "StepRunner"]
 
 
-def cancellation() -> BaseException:
-    """The exception that ends a cancelled turn: `CancelledError` if the task itself is cancelled."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling() > 0:
-        return asyncio.CancelledError()
-    return TurnCancelled()
+@dataclass(slots=True)
+class SessionState:
+    """One agent instance's state of one session: its incremental view of the log, and whether
+    it has logged a request header there yet (its first request logs `initial` or `resume`)."""
+
+    session_id: str
+    view: LogView = field(default_factory=LogView)
+    requested: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StepFrame:
+    """Which Step a `StepRunner` call is about: session, turn signal, turn and step number."""
+
+    session: SessionState
+    signal: TurnSignal
+    turn: int
+    step: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,75 +90,171 @@ class StepOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class FailedAttempt:
+    """An attempt that ended in a failure finish, before its request-error decision."""
+
+    attempt: int
+    provider: str
+    failure: LlmFailure
+    retry_policy: RetryPolicy | None
+
+
+Before: TypeAlias = Callable[[], Awaitable[FailedAttempt | None]]
+"""What `carry_on` runs first, inside the Step: a failed attempt still to decide on, or None."""
+
+
+@dataclass(frozen=True, slots=True)
 class _Request:
     options: GenerateOptions
     prepared: PreparedCallLike | None
 
 
-@dataclass(slots=True)
-class _StepFrame:
-    agent: Agent
-    session_id: str
-    signal: TurnSignal
-    turn: int
-    step: int
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepRunner:
+    """Runs the Steps of one turn (see the module docstring); `agent` only goes into payloads.
 
-
-async def run_step(
-    agent: Agent,
-    session_id: str,
-    signal: TurnSignal,
-    turn: int,
-    step: int,
-    entered: tuple[Message, ...],
-) -> StepOutcome:
-    """Run one Step: `step/start`, entered messages, attempts, tool calls; `step/end` always."""
-    await agent.log.append_many(
-        session_id, [StepStart(turn, step), *(UserMessage(message) for message in entered)]
-    )
-    return await _step_body(_StepFrame(agent, session_id, signal, turn, step), 1, None)
-
-
-async def continue_step(
-    agent: Agent,
-    session_id: str,
-    signal: TurnSignal,
-    turn: int,
-    step: int,
-    *,
-    attempt: int,
-    before: Callable[[], Awaitable[None]] | None = None,
-) -> StepOutcome:
-    """Carry on an open Step whose `step/start` is already logged, from attempt `attempt`.
-
-    `before` runs first, inside the Step (e.g. the rest of a retry wait a dead process decided);
-    an exception there ends the Step like a failed attempt would. `step/end` is always written.
+    `clock` (epoch ms) and `sleep` (seconds) are what a resumed Step waits the rest of a retry
+    with; both are injectable so that no test waits in real time.
     """
-    return await _step_body(_StepFrame(agent, session_id, signal, turn, step), attempt, before)
 
+    agent: AgentLike
+    log: SessionLog
+    runtime: RuntimeLike
+    hooks: AgentHooks
+    tools: Mapping[str, Tool]
+    seed: RequestSeed
+    clock: Callable[[], int]
+    sleep: Sleep
 
-async def _step_body(
-    frame: _StepFrame, attempt: int, before: Callable[[], Awaitable[None]] | None
-) -> StepOutcome:
-    agent, session_id, signal = frame.agent, frame.session_id, frame.signal
-    turn, step = frame.turn, frame.step
-    log = agent.log
-    try:
-        if before is not None:
-            await before()
-        message, finish = await _attempts(frame, attempt)
-        if isinstance(finish, MaxTokens):
-            return StepOutcome(max_tokens=True, ran_tools=False)
-        calls = [block for block in message.content if isinstance(block, ToolCallBlock)]
-        for call in calls:
+    async def run(self, frame: StepFrame, entered: tuple[Message, ...]) -> StepOutcome:
+        """Run one Step: `step/start`, entered messages, attempts, tool calls; `step/end` always."""
+        await self.log.append_many(
+            frame.session.session_id,
+            [StepStart(frame.turn, frame.step), *(UserMessage(message) for message in entered)],
+        )
+        return await self._body(frame, 1, None)
+
+    async def carry_on(self, frame: StepFrame, *, attempt: int, before: Before) -> StepOutcome:
+        """Carry on an open Step whose `step/start` is already logged, from attempt `attempt`.
+
+        `before` runs first, inside the Step (e.g. the rest of a retry wait a dead process
+        decided); a failed attempt it returns is decided on as if it had just failed. An
+        exception there ends the Step like a failed attempt would. `step/end` is always written.
+        """
+        return await self._body(frame, attempt, before)
+
+    async def decide(self, frame: StepFrame, failed: FailedAttempt) -> RequestErrorDecision:
+        """The `on_request_error` decision for a failed attempt of this Step."""
+        return await self.hooks.on_request_error.run(
+            RequestErrorContext(
+                agent=self.agent,
+                session_id=frame.session.session_id,
+                log=self.log,
+                turn=frame.turn,
+                step=frame.step,
+                attempt=failed.attempt,
+                provider=failed.provider,
+                failure=failed.failure,
+                retry_policy=failed.retry_policy,
+                signal=frame.signal,
+            )
+        )
+
+    async def served_by(self, view: LogView) -> tuple[str, RetryPolicy | None]:
+        """The provider and retry policy of the last attempt's call, re-prepared from the log.
+
+        The latest `request/header` is the one the attempt was built under; its config (minus
+        the adapter-defaulted fields, as every later request seeds it) is prepared again, which
+        binds the route's current registration and its policy. No route means no policy.
+        """
+        config = self.seed.config(view.latest_header, first_request=view.latest_header is None)
+        prepared = await self._prepare(config)
+        if prepared is None:
+            return config.provider, None
+        return prepared.config.provider, prepared.retry_policy
+
+    async def _body(self, frame: StepFrame, attempt: int, before: Before | None) -> StepOutcome:
+        try:
+            failed = None if before is None else await before()
+            message, finish = await self._attempts(frame, attempt, failed)
+            if isinstance(finish, MaxTokens):
+                return StepOutcome(max_tokens=True, ran_tools=False)
+            return StepOutcome(max_tokens=False, ran_tools=await self._run_tools(frame, message))
+        finally:
+            await self.log.append(frame.session.session_id, StepEnd(frame.turn, frame.step))
+
+    async def _attempts(
+        self, frame: StepFrame, attempt: int, failed: FailedAttempt | None
+    ) -> tuple[Message, FinishReason]:
+        sid, signal = frame.session.session_id, frame.signal
+        while True:
+            if failed is not None:
+                decision = await self.decide(frame, failed)
+                if signal.cancelled:
+                    raise cancellation()  # cancellation beats a returned Retry (spec F21)
+                match decision:
+                    case GiveUp():
+                        raise LlmError.from_failure(failed.failure)
+                    case Retry():
+                        failed = None
+                    case _:
+                        assert_never(decision, "request-error decision")
             if signal.cancelled:
                 raise cancellation()
-            await log.append(
-                session_id, ToolCallRecord(turn, step, call.id, call.name, call.arguments)
+            request = await self._build_request(frame, attempt)
+            # Checkpoint barrier: every request fact appended so far is durable before the
+            # adapter is invoked. A failing flush propagates (turn error); no adapter call.
+            await self.log.flush()
+            if signal.cancelled:
+                raise cancellation()
+            options, prepared = request.options, request.prepared
+            stream = self.runtime.stream(options) if prepared is None else prepared.stream(options)
+            source = ModelSource(options.provider, options.model)
+            assembler, seqs = await consume(
+                self.log,
+                sid,
+                signal,
+                stream,
+                turn=frame.turn,
+                step=frame.step,
+                attempt=attempt,
+                source=source,
             )
-            outcome = await run_tool_call(call, agent.tool_map)
-            await log.append(
-                session_id,
+            finish = assembler.finish
+            if isinstance(finish, (Error, Aborted)):
+                policy = None if prepared is None else prepared.retry_policy
+                failed = FailedAttempt(attempt, options.provider, finish.failure, policy)
+                attempt += 1
+                continue
+            message = assembler.message(
+                ModelSource(options.provider, options.model, assembler.replay_state)
+            )
+            await self.log.append(
+                sid,
+                AssistantMessage(
+                    turn=frame.turn,
+                    step=frame.step,
+                    attempt=attempt,
+                    message=message,
+                    usage=assembler.usage,
+                    source_event_seqs=seqs,
+                ),
+            )
+            return message, finish
+
+    async def _run_tools(self, frame: StepFrame, message: Message) -> bool:
+        """Run the message's tool calls in order (`tool/call`, then `tool/result`); any ran."""
+        sid, turn, step = frame.session.session_id, frame.turn, frame.step
+        calls = [block for block in message.content if isinstance(block, ToolCallBlock)]
+        for call in calls:
+            if frame.signal.cancelled:
+                raise cancellation()
+            await self.log.append(
+                sid, ToolCallRecord(turn, step, call.id, call.name, call.arguments)
+            )
+            outcome = await run_tool_call(call, self.tools)
+            await self.log.append(
+                sid,
                 ToolResultRecord(
                     turn=turn,
                     step=step,
@@ -159,229 +265,68 @@ async def _step_body(
                     error_code=outcome.error_code,
                 ),
             )
-        return StepOutcome(max_tokens=False, ran_tools=bool(calls))
-    finally:
-        await log.append(session_id, StepEnd(turn, step))
+        return bool(calls)
 
-
-async def handle_failure(
-    agent: Agent,
-    session_id: str,
-    signal: TurnSignal,
-    *,
-    turn: int,
-    step: int,
-    attempt: int,
-    provider: str,
-    failure: LlmFailure,
-    retry_policy: RetryPolicy | None,
-) -> None:
-    """Run `on_request_error` for a failed attempt: return on `Retry()`, else raise its error.
-
-    Cancellation beats a returned `Retry()`: a cancelled turn raises its cancellation instead.
-    """
-    decision = await agent.hooks.on_request_error.run(
-        RequestErrorContext(
-            agent=agent,
-            session_id=session_id,
-            log=agent.log,
-            turn=turn,
-            step=step,
-            attempt=attempt,
-            provider=provider,
-            failure=failure,
-            retry_policy=retry_policy,
-            signal=signal,
-        )
-    )
-    if signal.cancelled:
-        raise cancellation()
-    if not isinstance(decision, Retry):
-        raise LlmError.from_failure(failure)
-
-
-async def _attempts(frame: _StepFrame, first_attempt: int) -> tuple[Message, FinishReason]:
-    agent, sid, signal = frame.agent, frame.session_id, frame.signal
-    log = agent.log
-    attempt = first_attempt - 1
-    while True:
-        attempt += 1
-        if signal.cancelled:
-            raise cancellation()
-        request = await _build_request(frame, attempt)
-        # Checkpoint barrier: every request fact appended so far is durable before the adapter
-        # is invoked. A failing flush propagates (turn error); the adapter is never called.
-        await log.flush()
-        if signal.cancelled:
-            raise cancellation()
-        options = request.options
-        if request.prepared is not None:
-            stream = request.prepared.stream(options)
-        else:
-            stream = agent.runtime.stream(options)
-        assembler = BlockAssembler()
-        seqs: list[int] = []
-        source = ModelSource(options.provider, options.model)
-        await _consume(frame, attempt, stream, assembler, seqs, source)
-        finish = assembler.finish
-        if isinstance(finish, (Error, Aborted)):
-            await handle_failure(
-                agent,
-                sid,
-                signal,
-                turn=frame.turn,
-                step=frame.step,
-                attempt=attempt,
-                provider=options.provider,
-                failure=finish.failure,
-                retry_policy=None if request.prepared is None else request.prepared.retry_policy,
-            )
-            continue
-        message = assembler.message(
-            ModelSource(options.provider, options.model, assembler.replay_state)
-        )
-        await log.append(
-            sid,
-            AssistantMessage(
-                turn=frame.turn,
-                step=frame.step,
-                attempt=attempt,
-                message=message,
-                usage=assembler.usage,
-                source_event_seqs=tuple(seqs),
-            ),
-        )
-        return message, finish
-
-
-async def _consume(
-    frame: _StepFrame,
-    attempt: int,
-    stream: AsyncIterator[StreamChunk],
-    assembler: BlockAssembler,
-    seqs: list[int],
-    source: ModelSource,
-) -> None:
-    """Log every chunk verbatim and fold it in; on cancellation commit the interrupted prefix."""
-    log, sid, signal = frame.agent.log, frame.session_id, frame.signal
-    turn, step = frame.turn, frame.step
-    iterator = aiter(stream)
-    try:
-        async for chunk in iterator:
-            if signal.cancelled:  # the signal check precedes the append (spec F6)
-                raise cancellation()
-            data = AssistantChunk(turn, step, attempt, chunk)
-            try:
-                event = await log.append(sid, data)
-            except asyncio.CancelledError:
-                # The append may still land (backends finish a started write): adopt it so the
-                # interrupted message cites exactly the logged chunks.
-                if await _landed(log, sid, data, seqs):
-                    assembler.push(chunk)
+    async def _prepare(self, config: CallConfig) -> PreparedCallLike | None:
+        """`prepare_call`, or None on `NO_ADAPTER` (a stream middleware may own the route)."""
+        try:
+            return await self.runtime.prepare_call(config)
+        except HarnessError as exc:
+            if exc.code != ErrorCode.NO_ADAPTER:
                 raise
-            seqs.append(event.seq)
-            assembler.push(chunk)
-        if signal.cancelled:
-            raise cancellation()
-    except (asyncio.CancelledError, TurnCancelled):
-        blocks = assembler.interrupted_blocks()
-        if blocks:
-            await log.append(
-                sid,
-                AssistantMessage(
-                    turn=turn,
-                    step=step,
-                    attempt=attempt,
-                    message=assistant_message(blocks, source),
-                    usage=assembler.usage,
-                    interrupted=True,
-                    source_event_seqs=tuple(seqs),
-                ),
+            return None
+
+    async def _build_request(self, frame: StepFrame, attempt: int) -> _Request:
+        """Seed config → `on_request` → `prepare_call` → header/context facts → request."""
+        session = frame.session
+        sid = session.session_id
+        view = await session.view.refresh(self.log, sid)
+        first = not session.requested
+        config = await self.hooks.on_request.run(
+            RequestHookContext(
+                agent=self.agent,
+                session_id=sid,
+                turn=frame.turn,
+                step=frame.step,
+                attempt=attempt,
+                config=self.seed.config(view.latest_header, first_request=first),
+                signal=frame.signal,
             )
-        raise
-    finally:
-        closer = getattr(iterator, "aclose", None)
-        if closer is not None:
-            await closer()
-
-
-async def _landed(log: SessionLog, sid: str, data: AssistantChunk, seqs: list[int]) -> bool:
-    """After a cancelled chunk append: True (and its seq recorded) if the log holds it anyway.
-
-    Attempt numbers are unique within a step, so a matching chunk of this attempt newer than the
-    last recorded seq can only be the one whose append was interrupted.
-    """
-    latest = await log.latest(sid, "assistant/chunk")
-    if latest is None or latest.data != data or (seqs and latest.seq <= seqs[-1]):
-        return False
-    seqs.append(latest.seq)
-    return True
-
-
-async def _build_request(frame: _StepFrame, attempt: int) -> _Request:
-    """Seed config → `on_request` → `prepare_call` → header/context facts → request (spec F.3)."""
-    agent, sid = frame.agent, frame.session_id
-    log = agent.log
-    view = await agent.view(sid).refresh(log, sid)
-    first = agent.first_request(sid)
-    seed = seed_config(
-        first_request=first,
-        latest=view.latest_header,
-        provider=agent.provider,
-        model=agent.model,
-        max_tokens=agent.max_tokens,
-        reasoning_effort=agent.reasoning_effort,
-        temperature=agent.temperature,
-    )
-    config = await agent.hooks.on_request.run(
-        RequestHookContext(
-            agent=agent,
+        )
+        if not isinstance(config, CallConfig) or not config.provider or not config.model:
+            raise HarnessError(
+                f"agent request for session {sid!r} needs a provider and a model, got {config!r}",
+                ErrorCode.INVALID_CONFIG,
+            )
+        prepared = await self._prepare(config)
+        resolved = config if prepared is None else prepared.config
+        defaults = None if prepared is None else prepared.adapter_defaults
+        header = canonical_header(resolved, defaults, self.seed.system, self.seed.tools)
+        facts: list[RequestHeader | RequestContext] = []
+        if first:
+            facts.append(
+                RequestHeader(header, "initial" if view.latest_header is None else "resume")
+            )
+        elif view.latest_header is None or not headers_equal(header, view.latest_header):
+            facts.append(RequestHeader(header, "change"))
+        window = None
+        if prepared is not None and prepared.context is not None:
+            window = prepared.context.context_window
+        if view.latest_context != (resolved.provider, resolved.model, window):
+            facts.append(RequestContext(resolved.provider, resolved.model, window))
+        if facts:
+            await self.log.append_many(sid, facts)
+        session.requested = True
+        options = GenerateOptions(
+            provider=resolved.provider,
+            model=resolved.model,
+            messages=tuple(view.messages),
+            system=header.system,
+            tools=header.tools,
+            temperature=resolved.temperature,
+            max_tokens=resolved.max_tokens,
+            stop=resolved.stop,
+            reasoning_effort=resolved.reasoning_effort,
             session_id=sid,
-            turn=frame.turn,
-            step=frame.step,
-            attempt=attempt,
-            config=seed,
-            signal=frame.signal,
         )
-    )
-    if not isinstance(config, CallConfig) or not config.provider or not config.model:
-        raise HarnessError(
-            f"agent request for session {sid!r} needs a provider and a model, got {config!r}",
-            ErrorCode.INVALID_CONFIG,
-        )
-    prepared: PreparedCallLike | None
-    try:
-        prepared = await agent.runtime.prepare_call(config)
-    except HarnessError as exc:
-        if exc.code != ErrorCode.NO_ADAPTER:
-            raise
-        prepared = None  # a stream middleware may own the route
-    resolved = config if prepared is None else prepared.config
-    defaults = None if prepared is None else prepared.adapter_defaults
-    header = canonical_header(resolved, defaults, agent.system, agent.tool_schemas)
-    facts: list[RequestHeader | RequestContext] = []
-    if first:
-        facts.append(RequestHeader(header, "initial" if view.latest_header is None else "resume"))
-    elif view.latest_header is None or not headers_equal(header, view.latest_header):
-        facts.append(RequestHeader(header, "change"))
-    window = None
-    if prepared is not None and prepared.context is not None:
-        window = prepared.context.context_window
-    if view.latest_context != (resolved.provider, resolved.model, window):
-        facts.append(RequestContext(resolved.provider, resolved.model, window))
-    if facts:
-        await log.append_many(sid, facts)
-    agent.mark_requested(sid, resolved)
-    options = GenerateOptions(
-        provider=resolved.provider,
-        model=resolved.model,
-        messages=tuple(view.messages),
-        system=header.system,
-        tools=header.tools,
-        temperature=resolved.temperature,
-        max_tokens=resolved.max_tokens,
-        stop=resolved.stop,
-        reasoning_effort=resolved.reasoning_effort,
-        session_id=sid,
-    )
-    return _Request(options, prepared)
+        return _Request(options, prepared)

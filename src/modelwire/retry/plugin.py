@@ -8,8 +8,10 @@ It decides from the retry policy of the registration that served the failed atte
   listeners and only schedules its own retry when none of them returned `Retry()`.
 
 The retry number is derived from the durable log (`counting.py`), never from memory. Before the
-cancellable wait, `llm/retry` is appended and flushed; after it, `llm/retry-started` is appended
-right before `Retry()` is returned. Turn cancellation or disposal during the wait returns None.
+cancellable wait (`modelwire.agent.wait`), `llm/retry` is appended and flushed; after it,
+`llm/retry-started` is appended right before `Retry()` is returned. What it hands on returns the
+later listeners' answer (`call_next()`); a turn cancelled or a plugin disposed — before, during or
+after the wait — returns `GiveUp()`, so no later listener is entered.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import math
 import random as _random
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import ClassVar, Final, TypeAlias
 
-from ..agent.hooks import RequestErrorContext, Retry
+from ..agent.hooks import AgentLike, GiveUp, NextDecision, RequestErrorContext, Retry
+from ..agent.wait import Sleep, wait_cancellably
 from ..errors import ErrorCode, HarnessError
 from ..never import assert_never
 from ..policy import (
@@ -35,9 +38,6 @@ from ..policy import (
 from ..session.events import LlmRetry, LlmRetryStarted
 from .counting import ChainKey, read_retry_chain
 
-if TYPE_CHECKING:
-    from ..agent.loop import Agent
-
 __all__ = ["PLUGIN_NAME", "RetryPlugin", "provider_delay_ms"]
 
 PLUGIN_NAME: Final = "llm-retry"
@@ -45,8 +45,8 @@ PLUGIN_NAME: Final = "llm-retry"
 
 _LOGGER: Final = logging.getLogger("modelwire.retry")
 
-Sleep = Callable[[float], Awaitable[object]]
-NextListener = Callable[[], Awaitable[Retry | None]]
+Decision: TypeAlias = Retry | GiveUp | None
+"""A listener's answer: retry, give up (stop the chain), or None (the later listeners decide)."""
 
 
 def provider_delay_ms(failure_delay: object) -> float | None:
@@ -99,7 +99,7 @@ class RetryPlugin:
             raise _config_error(str(key))
         return cls()
 
-    def install(self, agent: Agent) -> Callable[[], Awaitable[None]]:
+    def install(self, agent: AgentLike) -> Callable[[], Awaitable[None]]:
         """Add the listener to `agent.hooks.on_request_error`; returns the async disposer.
 
         Disposal unregisters the listener, aborts active waits and then waits for every active
@@ -154,9 +154,9 @@ class _Installation:
         if pending:
             await asyncio.wait(pending)
 
-    async def listener(self, ctx: RequestErrorContext, call_next: NextListener) -> Retry | None:
+    async def listener(self, ctx: RequestErrorContext, call_next: NextDecision) -> Decision:
         if self.disposed:
-            return None  # captured before disposal: do not enter downstream listeners (C20)
+            return GiveUp()  # captured before disposal: do not enter downstream listeners (C20)
         settled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.active[settled] = asyncio.current_task()
         try:
@@ -166,8 +166,8 @@ class _Installation:
             settled.set_result(None)
 
     async def _decide(  # noqa: RET503 - the policy union is closed (assert_never)
-        self, ctx: RequestErrorContext, call_next: NextListener
-    ) -> Retry | None:
+        self, ctx: RequestErrorContext, call_next: NextDecision
+    ) -> Decision:
         policy = ctx.retry_policy
         if policy is None:
             return await call_next()  # no registration served the attempt (C11)
@@ -190,12 +190,12 @@ class _Installation:
         self,
         ctx: RequestErrorContext,
         policy: AlwaysRetryPolicy,
-        call_next: NextListener,
+        call_next: NextDecision,
         provider_delay: float | None,
-    ) -> Retry | None:
+    ) -> Decision:
         """Downstream first (C13): other recovery decides, then the unbounded fallback."""
         if self.aborted(ctx):
-            return None
+            return GiveUp()
         downstream: Retry | None = None
         try:
             downstream = await call_next()
@@ -208,7 +208,7 @@ class _Installation:
                 exc,
             )
         if self.aborted(ctx):
-            return None
+            return GiveUp()
         if isinstance(downstream, Retry):
             return downstream
         if provider_delay is not None and provider_delay > policy.max_delay_ms:
@@ -225,13 +225,13 @@ class _Installation:
         previous: LlmRetry | None,
         next_seq: int,
         provider_delay: float | None,
-    ) -> Retry | None:
+    ) -> Retry | GiveUp:
         """Record `llm/retry` durably, wait cancellably, record `llm/retry-started` (C16).
 
         The record is appended only if the log still ends where the count was read (`next_seq`):
         two writers deciding from the same state cannot both spend one retry (`STALE_WRITE`)."""
         if self.aborted(ctx):
-            return None
+            return GiveUp()
         retry = 1 if previous is None else previous.retry + 1
         retry_id = str(uuid.uuid4()) if previous is None else previous.retry_id
         delay = self.plugin.delay_ms(policy, retry, provider_delay)
@@ -249,33 +249,12 @@ class _Installation:
         )
         await ctx.log.append(ctx.session_id, record, barrier=True, expect_seq=next_seq)
         if self.aborted(ctx):
-            return None  # cancelled while the record was being written: no timer at all
-        if not await self._wait(delay, ctx):
-            return None
+            return GiveUp()  # cancelled while the record was being written: no timer at all
+        waited = await wait_cancellably(delay, ctx.signal, self.lifetime, sleep=self.plugin._sleep)
+        if not waited or self.aborted(ctx):
+            return GiveUp()
         await ctx.log.append(
             ctx.session_id,
             LlmRetryStarted(retry_id=retry_id, turn=ctx.turn, step=ctx.step, retry=retry),
         )
         return Retry()
-
-    async def _wait(self, delay_ms: float, ctx: RequestErrorContext) -> bool:
-        """Sleep `delay_ms`; False when the turn or the plugin lifetime was cancelled first.
-
-        Every helper task is cancelled and drained before returning: no timer outlives the wait.
-        """
-        sleeper = asyncio.ensure_future(self.plugin._sleep(delay_ms / 1000.0))
-        waiters = (
-            sleeper,
-            asyncio.ensure_future(ctx.signal.wait()),
-            asyncio.ensure_future(self.lifetime.wait()),
-        )
-        try:
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waiters:
-                waiter.cancel()
-            await asyncio.gather(*waiters, return_exceptions=True)
-        if self.aborted(ctx) or sleeper.cancelled():
-            return False
-        sleeper.result()  # an injected sleep that failed raises here
-        return True

@@ -1,0 +1,60 @@
+"""The cancellation of one running turn: its `TurnSignal`, and how the loop ends a cancelled turn."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Literal, TypeAlias
+
+__all__ = ["AbortKind", "TurnCancelled", "TurnSignal", "cancellation"]
+
+AbortKind: TypeAlias = Literal["user", "parent", "hook", "disposed", "legacy"]
+"""Who cancelled a turn (recorded in `turn/end {aborted}`)."""
+
+
+class TurnSignal:
+    """The cancellation handle of one running turn.
+
+    `cancel()` from outside the turn's task cancels that task (`run_turn` then re-raises
+    `CancelledError`); from inside it (e.g. in a hook) it only marks the turn, and the loop ends
+    it `aborted` at its next check. Cancellation always beats a returned `Retry`.
+    """
+
+    def __init__(self, task: asyncio.Task[object] | None) -> None:
+        self._task = task
+        self._event = asyncio.Event()
+        self.cause: AbortKind | None = None
+        self.reason: str | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the turn was cancelled (by `cancel()` or by cancelling its task)."""
+        if self._event.is_set():
+            return True
+        task = self._task
+        return task is not None and task.cancelling() > 0
+
+    def cancel(self, kind: AbortKind = "user", reason: str | None = None) -> None:
+        """Cancel the turn, recording who did it; later calls keep the first cause."""
+        if self.cause is None:
+            self.cause = kind
+            self.reason = reason
+        self._event.set()
+        task = self._task
+        if task is not None and not task.done() and asyncio.current_task() is not task:
+            task.cancel()
+
+    async def wait(self) -> None:
+        """Return once the turn is cancelled (explicit `cancel()` calls only)."""
+        await self._event.wait()
+
+
+class TurnCancelled(BaseException):
+    """Raised inside the loop when the turn was cancelled through its signal (not its task)."""
+
+
+def cancellation() -> BaseException:
+    """The exception that ends a cancelled turn: `CancelledError` if the task itself is cancelled."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling() > 0:
+        return asyncio.CancelledError()
+    return TurnCancelled()

@@ -1,0 +1,86 @@
+"""One attempt's stream into the log: every chunk verbatim, folded into a fresh assembler.
+
+On cancellation the interrupted prefix is committed as an `interrupted` assistant message citing
+exactly the logged chunks (spec F6), then the cancellation goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from ..assembler import BlockAssembler
+from ..session.events import AssistantChunk, AssistantMessage
+from ..session.log import SessionLog
+from ..vocab import ModelSource, StreamChunk, assistant_message
+from .cancel import TurnCancelled, TurnSignal, cancellation
+
+__all__ = ["consume"]
+
+
+async def consume(
+    log: SessionLog,
+    sid: str,
+    signal: TurnSignal,
+    stream: AsyncIterator[StreamChunk],
+    *,
+    turn: int,
+    step: int,
+    attempt: int,
+    source: ModelSource,
+) -> tuple[BlockAssembler, tuple[int, ...]]:
+    """Log and fold every chunk of `stream`; the assembler and the seqs of the logged chunks."""
+    assembler = BlockAssembler()
+    seqs: list[int] = []
+    iterator = aiter(stream)
+    try:
+        async for chunk in iterator:
+            if signal.cancelled:  # the signal check precedes the append (spec F6)
+                raise cancellation()
+            data = AssistantChunk(turn, step, attempt, chunk)
+            try:
+                event = await log.append(sid, data)
+            except asyncio.CancelledError:
+                # The append may still land (backends finish a started write): adopt it so the
+                # interrupted message cites exactly the logged chunks.
+                if await _landed(log, sid, data, seqs):
+                    assembler.push(chunk)
+                raise
+            seqs.append(event.seq)
+            assembler.push(chunk)
+        if signal.cancelled:
+            raise cancellation()
+    except (asyncio.CancelledError, TurnCancelled):
+        blocks = assembler.interrupted_blocks()
+        if blocks:
+            await log.append(
+                sid,
+                AssistantMessage(
+                    turn=turn,
+                    step=step,
+                    attempt=attempt,
+                    message=assistant_message(blocks, source),
+                    usage=assembler.usage,
+                    interrupted=True,
+                    source_event_seqs=tuple(seqs),
+                ),
+            )
+        raise
+    finally:
+        closer = getattr(iterator, "aclose", None)
+        if closer is not None:
+            await closer()
+    return assembler, tuple(seqs)
+
+
+async def _landed(log: SessionLog, sid: str, data: AssistantChunk, seqs: list[int]) -> bool:
+    """After a cancelled chunk append: True (and its seq recorded) if the log holds it anyway.
+
+    Attempt numbers are unique within a step, so a matching chunk of this attempt newer than the
+    last recorded seq can only be the one whose append was interrupted.
+    """
+    latest = await log.latest(sid, "assistant/chunk")
+    if latest is None or latest.data != data or (seqs and latest.seq <= seqs[-1]):
+        return False
+    seqs.append(latest.seq)
+    return True
