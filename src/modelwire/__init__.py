@@ -49,6 +49,7 @@ from .vocab import (
     ModelInfo,
     ModelReasoningInfo,
     ModelSource,
+    OutputSchema,
     PluginSource,
     ProviderInfo,
     ReasoningBlock,
@@ -64,6 +65,8 @@ from .vocab import (
     ToolCallBlock,
     ToolCallDelta,
     ToolCalls,
+    ToolChoice,
+    ToolChoiceTool,
     ToolResultBlock,
     ToolSchema,
     ToolSource,
@@ -110,6 +113,7 @@ __all__ = [
     "ModelReasoningInfo",
     "ModelSource",
     "NormalRetryPolicy",
+    "OutputSchema",
     "PluginSource",
     "PreparedCall",
     "ProviderInfo",
@@ -129,6 +133,8 @@ __all__ = [
     "ToolCallBlock",
     "ToolCallDelta",
     "ToolCalls",
+    "ToolChoice",
+    "ToolChoiceTool",
     "ToolResultBlock",
     "ToolSchema",
     "ToolSource",
@@ -150,6 +156,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    __version__: str
     from .runtime import (
         GenerateResult,
         LlmAdapter,
@@ -166,7 +173,22 @@ _LAZY = frozenset(
 concurrent.futures), which a program that only builds messages or parses chunks never needs."""
 
 
+def _version() -> str:
+    """The installed distribution's version (`importlib.metadata`), read on first use only: the
+    metadata machinery costs tens of milliseconds to import, which `import modelwire` must not pay.
+    A source tree that was never installed reports `0+unknown`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("modelwire")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> object:
+    if name == "__version__":
+        value = globals()["__version__"] = _version()
+        return value
     if name in _LAZY:
         from . import runtime
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..errors import ErrorCode, HarnessError, normalize_llm_failure
+from ..runtime.validation import MAX_OUTPUT_TOKENS
 from ..session.events import (
     AbortCause,
     TurnAborted,
@@ -46,8 +47,6 @@ from .tools import Tool, tool_map
 from .wait import Sleep
 
 __all__ = ["Agent", "AgentPlugin", "TurnResult", "UserInput"]
-
-_MAX_SAFE_INT = 2**53 - 1
 
 
 def _now_ms() -> int:
@@ -80,9 +79,9 @@ class AgentPlugin(Protocol):
 def _check_max_tokens(value: object) -> int | None:
     if value is None:
         return None
-    if type(value) is not int or not 0 < value <= _MAX_SAFE_INT:
+    if type(value) is not int or not 0 < value <= MAX_OUTPUT_TOKENS:
         raise HarnessError(
-            f"agent max_tokens must be a positive safe integer, got {value!r}",
+            f"agent max_tokens must be an integer in 1..{MAX_OUTPUT_TOKENS}, got {value!r}",
             ErrorCode.INVALID_CONFIG,
         )
     return value

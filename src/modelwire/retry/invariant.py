@@ -26,11 +26,11 @@ from ..session.events import (
     TurnStart,
 )
 from ..vocab import LlmFailure
+from ..vocab.json import MAX_SAFE_INT as _MAX_SAFE_INT
 from .counting import ChainKey
 
 __all__ = ["RetryInvariantChecker", "RetryInvariantError", "validate_failure"]
 
-_MAX_SAFE_INT: Final = 2**53 - 1
 _MAX_DELAY_MS: Final = 2_147_483_647
 
 

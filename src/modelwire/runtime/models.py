@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import msgspec
 
@@ -133,6 +133,18 @@ def check_model_info(route: str, model: str, info: ResolvedModelInfo) -> Resolve
             f"got {cap!r}",
         )
     reasoning = _check_reasoning(route, model, getattr(info, "reasoning", None))
+    support: object = getattr(info, "structured_output", None)
+    if support not in _SUPPORT:
+        raise _fail(
+            bad_info,
+            route,
+            model,
+            "structured_output must be native-strict, native-json, emulated or None, "
+            f"got {support!r}",
+        )
+    choice: object = getattr(info, "tool_choice", None)
+    if choice is not None and not isinstance(choice, bool):
+        raise _fail(bad_info, route, model, f"tool_choice must be a bool or None, got {choice!r}")
     assert isinstance(name, str)
     return ResolvedModelInfo(
         provider=route,
@@ -143,7 +155,12 @@ def check_model_info(route: str, model: str, info: ResolvedModelInfo) -> Resolve
         context=context,
         default_max_tokens=None if cap is None else int(cap),  # type: ignore[call-overload]
         reasoning=reasoning,
+        structured_output=support,  # type: ignore[arg-type]  # checked against _SUPPORT above
+        tool_choice=choice,
     )
+
+
+_SUPPORT: Final = frozenset({None, "native-strict", "native-json", "emulated"})
 
 
 def _check_reasoning(route: str, model: str, raw: object) -> ModelReasoningInfo | None:

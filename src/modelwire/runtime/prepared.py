@@ -13,7 +13,14 @@ from typing import Final, TypeAlias
 
 from ..errors import ErrorCode, LlmError
 from ..policy import RetryPolicy
-from ..vocab import AdapterDefaults, CallConfig, GenerateOptions, ModelContext, call_config_equals
+from ..vocab import (
+    AdapterDefaults,
+    CallConfig,
+    GenerateOptions,
+    ModelContext,
+    ResolvedModelInfo,
+    call_config_equals,
+)
 from .boundary import ChunkStream
 from .registry import Route
 
@@ -31,7 +38,15 @@ class PreparedCall:
     """A one-shot dispatch handle pinned to a registration: `.config .retry_policy .context
     .adapter_defaults .stream(options)`."""
 
-    __slots__ = ("_adapter_defaults", "_config", "_context", "_dispatch", "_dispatched", "_route")
+    __slots__ = (
+        "_adapter_defaults",
+        "_config",
+        "_context",
+        "_dispatch",
+        "_dispatched",
+        "_info",
+        "_route",
+    )
 
     def __init__(
         self,
@@ -40,12 +55,14 @@ class PreparedCall:
         config: CallConfig,
         context: ModelContext | None,
         adapter_defaults: AdapterDefaults,
+        model_info: ResolvedModelInfo,
     ) -> None:
         self._dispatch = dispatch
         self._route = route
         self._config = config
         self._context = context
         self._adapter_defaults = adapter_defaults
+        self._info = model_info
         self._dispatched = False
 
     @property
@@ -67,6 +84,11 @@ class PreparedCall:
     def adapter_defaults(self) -> AdapterDefaults:
         """Which config fields the adapter (not the caller) supplied."""
         return self._adapter_defaults
+
+    @property
+    def model_info(self) -> ResolvedModelInfo:
+        """The model metadata resolved at prepare time (capabilities included)."""
+        return self._info
 
     @property
     def route(self) -> Route:

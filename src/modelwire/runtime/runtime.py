@@ -40,6 +40,13 @@ from .middleware import (
     dispatch_stream,
 )
 from .models import check_catalog, check_model_info, materialize
+from .output import (
+    checked_answer,
+    config_shape_problem,
+    shape_problem,
+    unsupported,
+    unsupported_option,
+)
 from .prepared import CONFIG_DRIFT_MESSAGE, PreparedCall
 from .registry import AdapterRegistry, Registration, Route
 from .replay_filter import filter_replay_state
@@ -54,7 +61,9 @@ def _no_adapter(provider: str) -> LlmError:
 
 
 def _check_config(config: CallConfig) -> None:
-    problem = call_config_problem(config)
+    problem = call_config_problem(config) or config_shape_problem(
+        getattr(config, "output", None), getattr(config, "tool_choice", None)
+    )
     if problem is not None:
         raise LlmError(f"invalid call config: {problem}", ErrorCode.INVALID_OPTION)
 
@@ -209,13 +218,15 @@ class LlmRuntime:
             temperature=resolved.temperature,
             max_tokens=resolved.max_tokens,
             stop=None if stop is None else tuple(stop),
+            tool_choice=resolved.tool_choice,
+            output=resolved.output,
         )
         defaults = AdapterDefaults(
             reasoning_effort=config.reasoning_effort is None
             and resolved.reasoning_effort is not None,
             max_tokens=config.max_tokens is None and resolved.max_tokens is not None,
         )
-        return PreparedCall(self._dispatch, route, frozen, info.context, defaults)
+        return PreparedCall(self._dispatch, route, frozen, info.context, defaults, info)
 
     # ---- middleware ----------------------------------------------------------------------
 
@@ -258,7 +269,7 @@ class LlmRuntime:
     ) -> AsyncIterator[StreamChunk]:
         """Failure sites (a)-(c): check the request, select the route, resolve, filter replay
         state, dispatch."""
-        problem = options_problem(options)
+        problem = options_problem(options) or shape_problem(options)
         if problem is not None:
             raise LlmError(f"invalid request: {problem}", ErrorCode.INVALID_OPTION)
         if prepared is None:
@@ -272,9 +283,18 @@ class LlmRuntime:
             route = prepared.route
             if not call_config_equals(options, prepared.config):
                 raise LlmError(CONFIG_DRIFT_MESSAGE, ErrorCode.INVALID_PREPARED_CALL)
+            info = prepared.model_info
+        option = unsupported_option(options, info)
+        if option is not None:
+            raise unsupported(options.provider, option)
         adapter = route.adapter
         request = filter_replay_state(options, adapter, self._registry.routes)
-        return adapter.stream(request).__aiter__()
+        stream = adapter.stream(request).__aiter__()
+        output = options.output
+        if output is not None and not (output.strict and info.structured_output == "native-strict"):
+            # the provider does not enforce the schema: the answer is checked here
+            return checked_answer(stream, output, options.provider, options.model).__aiter__()
+        return stream
 
     async def generate(self, options: GenerateOptions) -> GenerateResult:
         """One call through `llm/generate` and `llm/stream`, fully assembled."""

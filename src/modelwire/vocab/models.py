@@ -19,10 +19,15 @@ __all__ = [
     "ProviderInfo",
     "ReasoningEffortInfo",
     "ResolvedModelInfo",
+    "StructuredOutputSupport",
 ]
 
 ModelModality: TypeAlias = Literal["text", "image"]
 """An input modality a model accepts."""
+
+StructuredOutputSupport: TypeAlias = Literal["native-strict", "native-json", "emulated"]
+"""See `ResolvedModelInfo.structured_output`; where the provider does not enforce the schema,
+the runtime validates the answer and ends with `OUTPUT_INVALID` when it does not match."""
 
 
 class ProviderInfo(msgspec.Struct, frozen=True):
@@ -74,6 +79,12 @@ class ResolvedModelInfo(msgspec.Struct, frozen=True, omit_defaults=True, kw_only
     context: ModelContext | None = None
     default_max_tokens: int | None = None
     reasoning: ModelReasoningInfo | None = None
+    structured_output: StructuredOutputSupport | None = None
+    """How the route honours `GenerateOptions.output`: the provider enforces the schema
+    (`native-strict`), guarantees JSON only (`native-json`), or modelwire asks for it in the
+    prompt (`emulated`); None: not offered (a request with `output` is refused)."""
+    tool_choice: bool | None = None
+    """Whether the route can express `tool_choice` / `parallel_tool_calls` (None: not offered)."""
 
 
 class ConfigurableProvider(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, TypeAlias
 
 import msgspec
@@ -15,7 +15,10 @@ __all__ = [
     "AdapterDefaults",
     "CallConfig",
     "GenerateOptions",
+    "OutputSchema",
     "Purpose",
+    "ToolChoice",
+    "ToolChoiceTool",
     "ToolSchema",
     "call_config_equals",
     "call_config_of",
@@ -36,8 +39,36 @@ class ToolSchema(msgspec.Struct, frozen=True):
         msgspec.structs.force_setattr(self, "parameters", freeze_json(self.parameters))
 
 
+class OutputSchema(msgspec.Struct, frozen=True, omit_defaults=True):
+    """The answer must be one JSON value matching the JSON Schema `schema` (structured output).
+
+    `name` identifies the schema to providers that want one (1-64 of `A-Za-z0-9_-`); `strict`
+    asks for the provider's strict mode where it has one.
+    """
+
+    name: str
+    schema: JsonValue
+    description: str | None = None
+    strict: bool = True
+
+    def __post_init__(self) -> None:
+        msgspec.structs.force_setattr(self, "schema", freeze_json(self.schema))
+
+
+class ToolChoiceTool(msgspec.Struct, frozen=True, tag="tool", tag_field="type"):
+    """Force a call of the tool named `name` (it must be one of the request's tools)."""
+
+    name: str
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | ToolChoiceTool
+"""Whether the model may (`auto`), must not (`none`) or must (`required`, or one named tool)
+call a tool."""
+
+
 class CallConfig(msgspec.Struct, frozen=True, omit_defaults=True):
-    """The conversation-level header of a call: route, model, effort and sampling."""
+    """The conversation-level header of a call: route, model, effort, sampling, and the answer's
+    shape (tool choice and structured output), so a prepared call pins them too."""
 
     provider: str
     model: str
@@ -45,6 +76,8 @@ class CallConfig(msgspec.Struct, frozen=True, omit_defaults=True):
     temperature: float | None = None
     max_tokens: int | None = None
     stop: tuple[str, ...] | None = None
+    tool_choice: ToolChoice | None = None
+    output: OutputSchema | None = None
 
     def __post_init__(self) -> None:
         if self.stop is not None and type(self.stop) is not tuple:
@@ -72,12 +105,20 @@ class GenerateOptions(msgspec.Struct, frozen=True, omit_defaults=True):
     reasoning_effort: str | None = None
     session_id: str | None = None
     purpose: Purpose | None = None
+    output: OutputSchema | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    provider_options: Mapping[str, JsonValue] | None = None
+    """Extra top-level body fields for this call (a key modelwire writes itself is refused)."""
 
     def __post_init__(self) -> None:
         for name in ("messages", "tools", "stop"):
             value = getattr(self, name)
             if value is not None and type(value) is not tuple:
                 msgspec.structs.force_setattr(self, name, tuple(value))
+        if self.provider_options is not None:
+            frozen = freeze_json(self.provider_options)
+            msgspec.structs.force_setattr(self, "provider_options", frozen)
 
 
 _ConfigLike: TypeAlias = CallConfig | GenerateOptions
@@ -99,6 +140,8 @@ def call_config_equals(a: _ConfigLike, b: _ConfigLike) -> bool:
         return False
     if not _num_eq(a.temperature, b.temperature) or not _num_eq(a.max_tokens, b.max_tokens):
         return False
+    if a.tool_choice != b.tool_choice or a.output != b.output:
+        return False
     sa: Sequence[str] | None = a.stop
     sb: Sequence[str] | None = b.stop
     if sa is None or sb is None:
@@ -117,4 +160,6 @@ def call_config_of(options: _ConfigLike) -> CallConfig:
         temperature=options.temperature,
         max_tokens=options.max_tokens,
         stop=options.stop,
+        tool_choice=options.tool_choice,
+        output=options.output,
     )
