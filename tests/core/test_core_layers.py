@@ -29,6 +29,7 @@ LAYERS = {
     "agent": 7,
     "retry": 7,
     "meter": 7,
+    "telemetry": 7,
     "cli": 8,
 }
 """DESIGN §1, with the two helper modules placed: `content` (pure content helpers) beside the
