@@ -13,6 +13,7 @@ PROTO_OF = {
     "floor-anthropic": "anthropic",
     "mw-deepseek": "chat",
     "mw-deepseek-stream": "chat",
+    "mw-deepseek-otel": "chat",
     "mw-providers-chat": "chat",
     "mw-providers-responses": "responses",
     "mw-providers-anthropic": "anthropic",
@@ -203,6 +204,19 @@ def _targets(
             f"| DeepSeek adapter ≥ {need:.0f}× less CPU/chunk than {col} | "
             f"{_f(v[0], '{:.1f}×')} · {_f(v[1], '{:.1f}×')} | {_verdict(None if least is None else least >= need)} |"
         )
+    plain = [by.get((s, "mw-deepseek")) for s in ("text", "tool")]
+    traced = [by.get((s, "mw-deepseek-otel")) for s in ("text", "tool")]
+    extra = [
+        t["us_cpu_per_chunk"] - p["us_cpu_per_chunk"]
+        if p and t and _status(p) is None and _status(t) is None
+        else None
+        for p, t in zip(plain, traced, strict=True)
+    ]
+    top_extra = max((x for x in extra if x is not None), default=None)
+    w(
+        f"| OpenTelemetry instrumentation < 1 µs/chunk extra | {_f(extra[0], '{:+.2f}')} · {_f(extra[1], '{:+.2f}')} µs | "
+        f"{_verdict(None if top_extra is None else top_extra < 1.0)} |"
+    )
     for c in ("mw-providers-chat", "mw-providers-responses", "mw-providers-anthropic"):
         us = [by.get((s, c)) for s in ("text", "tool")]
         vals = [r["us_cpu_per_chunk"] if r and _status(r) is None else None for r in us]

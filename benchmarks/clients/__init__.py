@@ -20,6 +20,7 @@ CLIENTS: dict[str, str] = {
     "floor-anthropic": "clients.floor:AnthropicFloor",
     "mw-deepseek": "clients.mw:DeepSeekGenerate",
     "mw-deepseek-stream": "clients.mw:DeepSeekStream",
+    "mw-deepseek-otel": "clients.mw:DeepSeekOtel",
     "mw-providers-chat": "clients.mw:ProvidersChat",
     "mw-providers-responses": "clients.mw:ProvidersResponses",
     "mw-providers-anthropic": "clients.mw:ProvidersAnthropic",

@@ -136,6 +136,23 @@ class DeepSeekGenerate(_Mw):
         self.registration = self.rt.register_adapter([self.route], adapter)
 
 
+class DeepSeekOtel(DeepSeekGenerate):
+    """The same calls with `modelwire.telemetry.instrument` on an OpenTelemetry SDK tracer and
+    meter (spans and metrics recorded, not exported): the instrumentation's own cost."""
+
+    name = "modelwire DeepSeek adapter, OpenTelemetry-instrumented (LlmRuntime.generate)"
+
+    async def setup(self, base_url: str) -> None:
+        await super().setup(base_url)
+        instrument = _get("modelwire.telemetry", "instrument")
+        try:
+            from opentelemetry.sdk.metrics import MeterProvider
+            from opentelemetry.sdk.trace import TracerProvider
+        except ImportError as exc:
+            raise Unavailable(f"the OpenTelemetry SDK is not installed ({exc})") from exc
+        instrument(self.rt, tracer_provider=TracerProvider(), meter_provider=MeterProvider())
+
+
 class DeepSeekStream(DeepSeekGenerate):
     """The same adapter through `LlmRuntime.stream`: the consumer folds every chunk itself."""
 
