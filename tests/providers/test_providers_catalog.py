@@ -5,9 +5,12 @@ from __future__ import annotations
 from modelwire.adapters.providers.catalog import load_catalog
 from modelwire.adapters.providers.compat import (
     MODALITIES,
+    NO_SWITCHES,
     PROTOCOLS,
     SWITCH_PROTOCOLS,
     WITHHELD_SWITCHES,
+    CompatSwitches,
+    written,
 )
 
 
@@ -43,7 +46,7 @@ def test_catalog_pins_entries() -> None:
         "high": "high",
         "max": "max",
     }
-    assert flash.compat is not None and flash.compat["thinking_format"] == "deepseek"
+    assert flash.compat is not None and flash.compat.thinking_format == "deepseek"
     gpt41 = providers["openai"].by_id["gpt-4.1"]
     assert (gpt41.name, gpt41.api, gpt41.input) == (
         "GPT-4.1",
@@ -58,5 +61,12 @@ def test_catalog_uses_only_pinned_vocabulary() -> None:
         for model in provider.models:
             assert model.api in PROTOCOLS
             assert set(model.input) <= MODALITIES
-            for key in model.compat or {}:
+            for key in written(model.compat or NO_SWITCHES):
                 assert key in SWITCH_PROTOCOLS or key in WITHHELD_SWITCHES, key
+
+
+def test_compat_struct_declares_exactly_the_pinned_switches() -> None:
+    """The catalog decodes compat strictly (an unknown key fails the load), into exactly the
+    configurable and withheld switches."""
+    assert set(CompatSwitches.__struct_fields__) == set(SWITCH_PROTOCOLS) | WITHHELD_SWITCHES
+    assert CompatSwitches.__struct_config__.forbid_unknown_fields

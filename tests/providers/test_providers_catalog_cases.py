@@ -11,6 +11,7 @@ from providers_fixtures import TEXT_EVENTS, MockServer, Reply
 from modelwire import LlmRuntime
 from modelwire.adapters.providers import ProvidersAdapter, supported_protocols
 from modelwire.adapters.providers.catalog import load_catalog
+from modelwire.adapters.providers.compat import written
 from modelwire.adapters.providers.config import resolve_profiles
 from modelwire.assembler import BlockAssembler
 from modelwire.errors import HarnessError, LlmError
@@ -243,7 +244,9 @@ async def test_catalog_92_null_compat_refused_at_the_write() -> None:
     with pytest.raises(HarnessError, match="with no value"):
         adapter.update_config(bad)
     assert [p.id for p in runtime.list_providers()] == ["acme-gateway"]
-    assert "compat" not in adapter.snapshot.profiles["acme-gateway"].models["acme-large"].compat
+    assert "compat" not in written(
+        adapter.snapshot.profiles["acme-gateway"].models["acme-large"].compat
+    )
 
 
 async def test_catalog_93_settings_written_developer_role_switch_changes_the_request() -> None:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from modelwire.adapters.providers import ProvidersAdapter, load_config_file
+from modelwire.adapters.providers.compat import written
 from modelwire.adapters.providers.config import (
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_MAX_REQUEST_IMAGE_BYTES,
@@ -372,7 +374,7 @@ def test_mp_81_82_compat_route_then_model_merge_over_catalog() -> None:
             }
         }
     )["deepseek"].models
-    flash = dict(models["deepseek-v4-flash"].compat)
+    flash = msgspec.to_builtins(models["deepseek-v4-flash"].compat)
     assert flash["thinking_format"] == "openai"
     assert flash["supports_reasoning_effort"] is False
     assert flash["requires_reasoning_content_on_assistant_messages"] is True
@@ -387,11 +389,11 @@ def test_mp_83_89_mixed_route_switch_lands_where_taken() -> None:
         }
     )["xai"].models
     for model in models.values():
-        assert model.compat.get("supports_developer_role") is False
+        assert model.compat.supports_developer_role is False
         if model.api == "openai-completions":
-            assert model.compat["thinking_format"] == "deepseek"
+            assert model.compat.thinking_format == "deepseek"
         else:
-            assert "thinking_format" not in model.compat
+            assert "thinking_format" not in written(model.compat)
 
 
 @pytest.mark.parametrize(
@@ -449,7 +451,7 @@ def test_mp_86_88_declared_compat_lands_exactly() -> None:
         ),
     ]:
         model = resolve_profiles({"providers": _acme(api=api, compat=compat)})["acme"].models["m"]
-        assert dict(model.compat) == compat
+        assert msgspec.to_builtins(model.compat) == compat
 
 
 def test_mp_90_chat_template_kwargs_carried() -> None:
@@ -458,7 +460,7 @@ def test_mp_90_chat_template_kwargs_carried() -> None:
         "chat_template_kwargs": {"think": {"$var": "thinking.enabled"}},
     }
     model = resolve_profiles({"providers": _acme(compat=compat)})["acme"].models["m"]
-    assert dict(model.compat) == compat
+    assert msgspec.to_builtins(model.compat) == compat
 
 
 def test_mp_110_unknown_modality_refused() -> None:

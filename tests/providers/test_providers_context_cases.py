@@ -46,6 +46,7 @@ from modelwire.vocab import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    ToolSchema,
     system_message,
     user_message,
 )
@@ -261,7 +262,7 @@ def test_context_122_text_only_system_and_assistant_history_and_assistant_image(
 
 # ---- §8.5 convert.spec: history to neutral context -------------------------------------------
 
-TOOLS = ({"name": "f", "description": "d", "parameters": {"type": "object"}},)
+TOOLS = (ToolSchema("f", "d", {"type": "object"}),)
 
 
 def test_convert_123_system_user_text_and_tools_map_directly() -> None:

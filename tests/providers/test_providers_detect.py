@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from modelwire.adapters.providers.compat import NO_SWITCHES
 from modelwire.adapters.providers.config import resolve_profiles
 from modelwire.adapters.providers.context import NContext, NUser
 from modelwire.adapters.providers.protocols.detect import COMPLETIONS_DEFAULTS
@@ -82,8 +83,8 @@ def test_detect_declared_route_by_url(
 )
 def test_detect_thinking_format(url: str, fmt: str) -> None:
     compat = completions_compat(_model(url))
-    assert compat["thinking_format"] == fmt
-    assert compat["requires_reasoning_content_on_assistant_messages"] is (fmt == "deepseek")
+    assert compat.thinking_format == fmt
+    assert compat.requires_reasoning_content_on_assistant_messages is (fmt == "deepseek")
 
 
 @pytest.mark.parametrize(
@@ -102,14 +103,14 @@ def test_detect_configured_compat_wins_per_field() -> None:
     compat = completions_compat(
         _model("https://api.together.ai/v1", supports_reasoning_effort=True)
     )
-    assert compat["supports_reasoning_effort"] is True
-    assert compat["max_tokens_field"] == "max_tokens"  # the rest stays detected
+    assert compat.supports_reasoning_effort is True
+    assert compat.max_tokens_field == "max_tokens"  # the rest stays detected
 
 
 def test_detect_deepseek_provider_id_without_deepseek_url_keeps_store_and_role() -> None:
     model = resolve_profiles({"providers": {"deepseek": {"base_url": "http://127.0.0.1:9"}}})[
         "deepseek"
     ].models["deepseek-v4-flash"]
-    compat = completions_compat(msgspec.structs.replace(model, compat={}))
-    assert compat["thinking_format"] == "deepseek"
-    assert (compat["supports_store"], compat["supports_developer_role"]) == (True, True)
+    compat = completions_compat(msgspec.structs.replace(model, compat=NO_SWITCHES))
+    assert compat.thinking_format == "deepseek"
+    assert (compat.supports_store, compat.supports_developer_role) == (True, True)

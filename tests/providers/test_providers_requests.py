@@ -32,6 +32,7 @@ from modelwire.vocab import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    ToolSchema,
     system_message,
     user_message,
 )
@@ -46,16 +47,16 @@ RESULT = user_message(
     [ToolResultBlock("c1", (TextBlock("Sun"), ToolResultBlock("c9", (TextBlock("ny!"),))))]
 )
 TOOLS = [
-    {
-        "name": "weather",
-        "description": "d",
-        "parameters": {
+    ToolSchema(
+        name="weather",
+        description="d",
+        parameters={
             "type": "object",
             "properties": {"city": {"type": "string"}},
             "required": ["city"],
             "additionalProperties": False,
         },
-    }
+    )
 ]
 
 

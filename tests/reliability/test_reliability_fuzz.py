@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 
@@ -46,6 +47,7 @@ from modelwire.vocab import (
     ToolCalls,
     UsageChunk,
 )
+from modelwire.wire.pump import translate_reads
 from modelwire.wire.sse import SseDecoder, SseEvent
 
 FUZZ = settings(
@@ -210,44 +212,23 @@ def _check_chunks(chunks: list[StreamChunk]) -> None:
     asm.replay_state  # noqa: B018 (the pruning decision must not raise either)
 
 
+def _reads(body: bytes, cuts: list[int]) -> list[bytes]:
+    edges = [0, *sorted({c % (len(body) + 1) for c in cuts}), len(body)]
+    return [body[a:b] for a, b in itertools.pairwise(edges)]
+
+
 def run_deepseek(body: bytes, cuts: list[int]) -> list[StreamChunk]:
-    """The DeepSeek adapter's read loop, without HTTP: framer, translator, end-of-stream rule."""
-    decoder = SseDecoder()
-    translator = DeepSeekTranslator()
+    """The DeepSeek adapter's pump, without HTTP: framer, translator, end-of-stream rule."""
     out: list[StreamChunk] = []
-    start = 0
-    for cut in [*sorted({c % (len(body) + 1) for c in cuts}), len(body)]:
-        for event in decoder.feed(body[start:cut]):
-            translator.push(event.data, out)
-            if translator.done:
-                return out
-        start = cut
-    for event in decoder.close():
-        translator.push(event.data, out)
-        if translator.done:
-            return out
-    raise LlmError("SSE stream ended without [DONE]", "STREAM_CLOSED")
+    translate_reads(_reads(body, cuts), DeepSeekTranslator(), out)
+    return out
 
 
 def run_provider(kind: str, body: bytes, cuts: list[int]) -> list[StreamChunk]:
-    """The providers adapter's read loop for protocol `kind`, without HTTP."""
+    """The providers adapter's pump for protocol `kind`, without HTTP."""
     record = ResponseRecord(api=kind, provider=kind, model="m", context_window=1000)
-    translator = make_translator(kind, record)
-    decoder = SseDecoder()
     out: list[StreamChunk] = []
-    start = 0
-    for cut in [*sorted({c % (len(body) + 1) for c in cuts}), len(body)]:
-        for event in decoder.feed(body[start:cut]):
-            translator.feed(event, out)
-            if translator.done:
-                break
-        start = cut
-        if translator.done:
-            break
-    else:
-        for event in decoder.close():
-            translator.feed(event, out)
-    translator.end(out)
+    translate_reads(_reads(body, cuts), make_translator(kind, record), out)
     return out
 
 

@@ -2,12 +2,14 @@
 
 One `stream()` call takes one configuration snapshot, rejects images, resolves the API key, then
 (under the idle watchdog) serializes the body, POSTs it once and translates the SSE stream into
-chunks. It never retries; every failure is an `LlmError` with a stable code, and the caller's
-cancellation stays `asyncio.CancelledError` (the runtime boundary reports it as aborted).
+chunks through the shared pump (`wire.pump`). It never retries; every failure is an `LlmError`
+with a stable code, and the caller's cancellation stays `asyncio.CancelledError` (the runtime
+boundary reports it as aborted).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Final
@@ -25,7 +27,7 @@ from ...vocab import (
 from ...wire.attribution import attribution_headers
 from ...wire.credentials import assert_usable_api_key, resolve_api_key
 from ...wire.http import stream_post
-from ...wire.sse import SseDecoder
+from ...wire.pump import StreamSource, pump_sse
 from ...wire.watchdog import IdleWatchdog
 from .models import (
     DEFAULT_CONTEXT_WINDOW,
@@ -167,8 +169,12 @@ class DeepSeekAdapter(LlmAdapter):
             )
         return assert_usable_api_key(raw, _PKG, var)
 
-    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """Stream one DeepSeek chat completion as chunks (exactly one HTTP request)."""
+        return pump_sse(functools.partial(self._open, options))
+
+    async def _open(self, options: GenerateOptions) -> StreamSource:
+        """Check `options` and the key (before any I/O), then the request's reads and translator."""
         config = self._config
         if has_image(options):
             detail = (
@@ -200,39 +206,7 @@ class DeepSeekAdapter(LlmAdapter):
             fallback_request_id_headers=_FALLBACK_REQUEST_ID,
             secrets=(api_key,),
         )
-        decoder = SseDecoder()
-        translator = Translator((api_key,))
-        out: list[StreamChunk] = []
-        push = translator.push
-        try:
-            async for data in reads:
-                failure: LlmError | None = None
-                try:
-                    for event in decoder.feed(data):
-                        push(event.data, out)
-                        if translator.done:
-                            break
-                except LlmError as exc:
-                    failure = exc  # still deliver the chunks this read produced before it
-                if out:
-                    for chunk in out:
-                        yield chunk
-                    out.clear()
-                if failure is not None:
-                    raise failure
-                if translator.done:
-                    return
-            for event in decoder.close():
-                push(event.data, out)
-                if translator.done:
-                    break
-            for chunk in out:
-                yield chunk
-            if not translator.done:
-                raise LlmError("SSE stream ended without [DONE]", ErrorCode.STREAM_CLOSED)
-        finally:
-            watchdog.close()
-            await reads.aclose()
+        return StreamSource(reads, Translator((api_key,)), watchdog)
 
 
 def _kwargs(config: Mapping[str, object]) -> dict[str, object]:

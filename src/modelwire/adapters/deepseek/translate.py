@@ -38,6 +38,7 @@ from ...vocab import (
     ToolCalls,
     UsageChunk,
 )
+from ...wire.sse import SseEvent
 from ...wire.status import http_error_code, redact_failure, redact_secrets
 
 __all__ = ["DONE", "EMPTY_RESPONSE_MESSAGE", "Translator", "map_finish_reason"]
@@ -166,7 +167,8 @@ class _ToolState:
 
 
 class Translator:
-    """Per-response translation state; `push` one payload at a time until `done` is True.
+    """Per-response translation state (a `wire.pump.Translator`): `feed` one SSE event at a time
+    until `done` is True, then `end` (which fails a stream that stopped before ``[DONE]``).
 
     `secrets` (the request's credentials) are redacted from provider text that ends up in a
     failure message.
@@ -199,12 +201,13 @@ class Translator:
         self.usage: TokenUsage | None = None
         self.done = False
 
-    def push(self, data: str, out: list[StreamChunk]) -> None:
-        """Translate one SSE data payload, appending the chunks it produces to `out`.
+    def feed(self, event: SseEvent, out: list[StreamChunk]) -> None:
+        """Translate one SSE event's data payload, appending the chunks it produces to `out`.
 
         Raises `LlmError` ``MALFORMED_RESPONSE`` for a payload that is not valid JSON of the
         chunk shape. After ``[DONE]`` (or an in-band error) `done` is True.
         """
+        data = event.data
         if data == DONE:
             self._close(out)
             return
@@ -245,6 +248,15 @@ class Translator:
                 out.append(UsageChunk(self.usage))
             out.append(Finish(_stream_error(payload.error, self._secrets)))
             self.done = True
+
+    def push(self, data: str, out: list[StreamChunk]) -> None:
+        """`feed` for a bare data payload."""
+        self.feed(SseEvent(None, data), out)
+
+    def end(self, out: list[StreamChunk]) -> None:
+        """The stream is over: nothing is owed after ``[DONE]``; without it the stream was cut."""
+        if not self.done:
+            raise LlmError("SSE stream ended without [DONE]", ErrorCode.STREAM_CLOSED)
 
     def _open(self, kind: str, out: list[StreamChunk], tool: _ToolState | None = None) -> int:
         index = self._next

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
 
 from ...errors import ErrorCode, LlmError
 from ...policy import RetryPolicy
-from ...runtime.adapter import LlmAdapter
+from ...runtime import DirectoryRegistration, LlmAdapter, LlmRuntime, Registration
 from ...vocab import (
-    ConfigurableProvider,
     DiscoveredModel,
     GenerateOptions,
     ImageBlock,
@@ -28,7 +27,7 @@ from ...vocab import (
 from ...wire.attribution import attribution_headers
 from ...wire.credentials import credential_values
 from ...wire.http import stream_post
-from ...wire.sse import SseDecoder
+from ...wire.pump import StreamSource, pump_sse
 from ...wire.watchdog import IdleWatchdog
 from .config import ResolvedProfile, load_config_file, resolve_profiles
 from .context import to_context
@@ -52,20 +51,6 @@ _BUILDERS = {
     "openai-responses": build_responses_request,
     "anthropic-messages": build_anthropic_request,
 }
-
-
-class _Registration(Protocol):
-    def replace(self, routes: Any) -> object: ...
-
-    def __call__(self) -> object: ...
-
-
-class _Runtime(Protocol):
-    def register_adapter(self, routes: list[str], adapter: LlmAdapter) -> Any: ...
-
-    def register_configurable_providers(self, entries: list[ConfigurableProvider]) -> Any: ...
-
-    def register_model_discovery(self, settings_ns: str, discover: Any) -> Any: ...
 
 
 def _ms_text(ms: float) -> str:
@@ -92,25 +77,45 @@ class ProvidersAdapter(LlmAdapter):
         self._env = env
         self._read_image = read_image
         self._on_degrade = on_replay_degrade
-        self._registration: _Registration | None = None
-        self._runtime: _Runtime | None = None
-        self._directory: _Registration | None = None
-        self._discovery_disposer: Callable[[], object] | None = None
+        self._registration: Registration | None = None
+        self._runtime: LlmRuntime | None = None
+        self._directory: DirectoryRegistration | None = None
+        self._discovery_disposer: Callable[[], None] | None = None
         self._facts = registration_facts(self._snapshot)
 
     @classmethod
     def from_config(
-        cls, config: Mapping[str, Any] | None, env: Mapping[str, str] | None = None, **kwargs: Any
+        cls,
+        config: Mapping[str, object] | None,
+        env: Mapping[str, str] | None = None,
+        *,
+        read_image: ImageLoader | None = None,
+        on_replay_degrade: ReplayDegrade | None = None,
     ) -> ProvidersAdapter:
         """Validate `config` fully (raises `INVALID_CONFIG` naming route and field) and build."""
-        return cls(resolve_profiles(config), env=env, **kwargs)
+        return cls(
+            resolve_profiles(config),
+            env=env,
+            read_image=read_image,
+            on_replay_degrade=on_replay_degrade,
+        )
 
     @classmethod
     def from_file(
-        cls, path: str | Path, env: Mapping[str, str] | None = None, **kwargs: Any
+        cls,
+        path: str | Path,
+        env: Mapping[str, str] | None = None,
+        *,
+        read_image: ImageLoader | None = None,
+        on_replay_degrade: ReplayDegrade | None = None,
     ) -> ProvidersAdapter:
         """Build from a TOML or YAML file holding `{"providers": {...}}`."""
-        return cls.from_config(load_config_file(path), env=env, **kwargs)
+        return cls.from_config(
+            load_config_file(path),
+            env=env,
+            read_image=read_image,
+            on_replay_degrade=on_replay_degrade,
+        )
 
     @property
     def snapshot(self) -> Snapshot:
@@ -132,7 +137,7 @@ class ProvidersAdapter(LlmAdapter):
     def read_image(self, loader: ImageLoader | None) -> None:
         self._read_image = loader
 
-    def register(self, runtime: _Runtime) -> Any:
+    def register(self, runtime: LlmRuntime) -> Registration | None:
         """Register every route at once on `runtime` and the configurable-provider directory.
 
         Returns the runtime's `Registration`, or None while dormant (no routes); a later
@@ -156,7 +161,7 @@ class ProvidersAdapter(LlmAdapter):
         self._registration = self._directory = self._discovery_disposer = None
         self._runtime = None
 
-    def update_config(self, config: Mapping[str, Any] | None) -> bool:
+    def update_config(self, config: Mapping[str, object] | None) -> bool:
         """Validate the new profile set fully, publish it, and re-register (atomic `replace`)
         only when the route set, a display name or a retry policy changed; returns whether it
         re-registered. A refused swap restores the previous snapshot and re-raises."""
@@ -285,10 +290,7 @@ class ProvidersAdapter(LlmAdapter):
         ctx = to_context(
             messages,
             system=options.system,
-            tools=[
-                {"name": t.name, "description": t.description, "parameters": t.parameters}
-                for t in options.tools or ()
-            ],
+            tools=options.tools or (),
             restore=lambda m, s: restore_assistant(m, s, self._on_degrade),
             read_image=read_image,
         )
@@ -313,8 +315,12 @@ class ProvidersAdapter(LlmAdapter):
         headers.update(agent)
         return request, headers
 
-    async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
+    def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """Stream one call: checks before any I/O, then one HTTP request, chunks as they arrive."""
+        return pump_sse(functools.partial(self._open, options), map_error=_overflow)
+
+    async def _open(self, options: GenerateOptions) -> StreamSource:
+        """Every check and the request build (before any I/O), then the reads and translator."""
         snapshot = self._snapshot  # captured before the first await
         profile, model, effort, auth = self._prepare(snapshot, options)
         messages, reader = await prepare_images(
@@ -331,14 +337,11 @@ class ProvidersAdapter(LlmAdapter):
             context_window=model.context_window,
             secrets=credential_values(headers),
         )
-        translator = make_translator(model.api, record)
-        decoder = SseDecoder()
         watchdog = IdleWatchdog(
             profile.stream_idle_timeout_ms,
             message=f"idle timeout after {_ms_text(profile.stream_idle_timeout_ms)}ms",
         )
-        out: list[StreamChunk] = []
-        body = stream_post(
+        reads = stream_post(
             request.url,
             request.body,
             headers,
@@ -347,38 +350,21 @@ class ProvidersAdapter(LlmAdapter):
             watchdog=watchdog,
             fallback_request_id_headers=("request-id",),
         )
-        try:
-            async for data in body:
-                for event in decoder.feed(data):
-                    translator.feed(event, out)
-                    if translator.done:
-                        break
-                if out:
-                    for chunk in out:
-                        yield chunk
-                    out.clear()
-                if translator.done:
-                    break  # complete: never wait on (or read) bytes after the end marker
-            else:
-                for event in decoder.close():
-                    translator.feed(event, out)
-            translator.end(out)
-            for chunk in out:
-                yield chunk
-        except LlmError as exc:
-            if (
-                exc.status is not None
-                and exc.code != ErrorCode.CONTEXT_WINDOW_EXCEEDED
-                and is_overflow_text(exc.message)
-            ):
-                raise LlmError(
-                    exc.message,
-                    ErrorCode.CONTEXT_WINDOW_EXCEEDED,
-                    cause=exc,
-                    status=exc.status,
-                    request_id=exc.failure.request_id,
-                ) from exc
-            raise
-        finally:
-            watchdog.close()
-            await body.aclose()
+        return StreamSource(reads, make_translator(model.api, record), watchdog)
+
+
+def _overflow(exc: LlmError) -> LlmError:
+    """An HTTP error whose text says the context window overflowed is that, whatever its status."""
+    if (
+        exc.status is not None
+        and exc.code != ErrorCode.CONTEXT_WINDOW_EXCEEDED
+        and is_overflow_text(exc.message)
+    ):
+        return LlmError(
+            exc.message,
+            ErrorCode.CONTEXT_WINDOW_EXCEEDED,
+            cause=exc,
+            status=exc.status,
+            request_id=exc.failure.request_id,
+        )
+    return exc

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 from importlib import resources
-from typing import Any
 
 import msgspec
+
+from .compat import CompatSwitches
 
 __all__ = ["Catalog", "CatalogModel", "CatalogProvider", "CatalogSource", "load_catalog"]
 
@@ -23,7 +24,7 @@ class CatalogModel(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True
     context_window: int
     max_tokens: int
     thinking_level_map: dict[str, str | None] | None = None
-    compat: dict[str, Any] | None = None
+    compat: CompatSwitches | None = None
     headers: dict[str, str] | None = None
 
 

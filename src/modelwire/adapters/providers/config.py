@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final, TypeGuard, get_args
 
 import msgspec
 import yaml
@@ -25,6 +25,7 @@ from ...vocab.redacted import hidden_headers, hidden_repr, hidden_rich_repr
 from ...wire.urls import http_url_problem
 from .compat import LEVELS, MODALITIES, PROTOCOLS
 from .materialize import ModelDescriptor, materialize_models
+from .protocols.request import CacheRetention
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
@@ -83,7 +84,7 @@ class ResolvedProfile(msgspec.Struct, frozen=True, kw_only=True):
     headers: tuple[tuple[str, str], ...]
     reasoning: str | None
     thinking_budgets: Mapping[str, int] | None
-    cache_retention: str | None
+    cache_retention: CacheRetention | None
     timeout_ms: int | None
     stream_idle_timeout_ms: float
     max_request_image_bytes: int
@@ -101,18 +102,22 @@ def _fail(route: str, text: str) -> HarnessError:
     return HarnessError(f'providers: provider "{route}" {text}', ErrorCode.INVALID_CONFIG)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _pos_int(route: str, raw: Mapping[str, Any], key: str, default: int) -> int:
+def _is_retention(value: object) -> TypeGuard[CacheRetention]:
+    return value in get_args(CacheRetention)
+
+
+def _pos_int(route: str, raw: Mapping[str, object], key: str, default: int) -> int:
     value = raw.get(key, default)
     if not _is_int(value) or value < 1:
         raise _fail(route, f"providers.{route}.{key} must be a positive integer")
     return int(value)
 
 
-def _string(route: str, raw: Mapping[str, Any], key: str) -> str | None:
+def _string(route: str, raw: Mapping[str, object], key: str) -> str | None:
     value = raw.get(key)
     if value is None:
         return None
@@ -121,7 +126,9 @@ def _string(route: str, raw: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
-def _choice(route: str, raw: Mapping[str, Any], key: str, allowed: tuple[str, ...]) -> str | None:
+def _choice(
+    route: str, raw: Mapping[str, object], key: str, allowed: tuple[str, ...]
+) -> str | None:
     value = raw.get(key)
     if value is None:
         return None
@@ -222,6 +229,8 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
     timeout = raw.get("timeout_ms")
     if timeout is not None and (not _is_int(timeout) or timeout < 0):
         raise _fail(route, f"providers.{route}.timeout_ms must be a non-negative integer")
+    reasoning = _choice(route, raw, "reasoning", LEVELS)
+    retention = _choice(route, raw, "cache_retention", get_args(CacheRetention))
     return ResolvedProfile(
         route=route,
         display_name=display_name or route,
@@ -229,9 +238,9 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
         api_key_env=key_env,
         ambient_key_env=ambient,
         headers=tuple(headers.items()),
-        reasoning=_choice(route, raw, "reasoning", LEVELS),
+        reasoning=reasoning,
         thinking_budgets=budgets,
-        cache_retention=_choice(route, raw, "cache_retention", ("none", "short", "long")),
+        cache_retention=retention if _is_retention(retention) else None,
         timeout_ms=timeout,
         stream_idle_timeout_ms=float(idle),
         max_request_image_bytes=int(image_bytes),
@@ -240,7 +249,7 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
     )
 
 
-def resolve_profiles(config: Mapping[str, Any] | None) -> Mapping[str, ResolvedProfile]:
+def resolve_profiles(config: Mapping[str, object] | None) -> Mapping[str, ResolvedProfile]:
     """Validate `{"providers": {route: profile}}` and return the resolved, immutable profiles.
 
     `None`, a missing `providers` key or an empty dict resolve to no routes (a dormant adapter).
@@ -266,7 +275,7 @@ def resolve_profiles(config: Mapping[str, Any] | None) -> Mapping[str, ResolvedP
     return MappingProxyType({str(r): _resolve_one(str(r), p) for r, p in providers.items()})
 
 
-def load_config_file(path: str | Path) -> dict[str, Any]:
+def load_config_file(path: str | Path) -> dict[str, object]:
     """Read an adapter config (`{"providers": {...}}`) from a `.toml`, `.yaml` or `.yml` file."""
     file = Path(path)
     text = file.read_bytes()

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeAlias
+from collections.abc import Callable, Sequence
+from typing import Final, TypeAlias
 
 import msgspec
 
 from ...errors import ErrorCode, LlmError
 from ...vocab import (
+    ContentBlock,
     ImageBlock,
     Message,
     ModelSource,
@@ -23,6 +24,7 @@ from ...vocab import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    ToolSchema,
 )
 
 __all__ = [
@@ -65,7 +67,7 @@ class NToolCall(msgspec.Struct, frozen=True):
 
     id: str
     name: str
-    arguments: dict[str, Any]
+    arguments: dict[str, object]  # the parsed JSON object, re-encoded as is
     thought_signature: str | None = None
 
 
@@ -108,11 +110,11 @@ NMessage: TypeAlias = NUser | NAssistant | NToolResult
 
 
 class NContext(msgspec.Struct, frozen=True):
-    """A neutral request context: system prompt, messages and tool schemas (plain dicts)."""
+    """A neutral request context: system prompt, messages and tool schemas."""
 
     system: str | None
     messages: tuple[NMessage, ...]
-    tools: tuple[Mapping[str, Any], ...]
+    tools: tuple[ToolSchema, ...]
 
 
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
@@ -123,13 +125,14 @@ def strip_surrogates(text: str) -> str:
     return _SURROGATES.sub("", text) if _SURROGATES.search(text) else text
 
 
-def parse_arguments(raw: str) -> dict[str, Any]:
+def parse_arguments(raw: str) -> dict[str, object]:
     """Parse tool-call arguments; malformed or non-object JSON becomes `{}`."""
-    try:
-        value = msgspec.json.decode(raw) if raw else {}
-    except msgspec.DecodeError:
+    if not raw:
         return {}
-    return value if isinstance(value, dict) else {}
+    try:
+        return msgspec.json.decode(raw, type=dict[str, object])
+    except msgspec.DecodeError:  # malformed, or valid JSON that is not an object
+        return {}
 
 
 ImageReader: TypeAlias = Callable[[ImageBlock], bytes]
@@ -166,7 +169,10 @@ def foreign_assistant(message: Message) -> NAssistant:
 
 
 def _flatten(
-    blocks: Sequence[Any], read: ImageReader | None, out: list[NText | NImage], drop_empty: bool
+    blocks: Sequence[ContentBlock],
+    read: ImageReader | None,
+    out: list[NText | NImage],
+    drop_empty: bool,
 ) -> None:
     for block in blocks:
         if isinstance(block, TextBlock):
@@ -188,7 +194,7 @@ def to_context(
     messages: Sequence[Message],
     *,
     system: str | None,
-    tools: Sequence[Mapping[str, Any]],
+    tools: Sequence[ToolSchema],
     restore: Restorer,
     read_image: ImageReader | None,
 ) -> NContext:

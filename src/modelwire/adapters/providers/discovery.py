@@ -7,7 +7,7 @@ endpoints are asked `GET <base_url>/models` (OpenAI protocols only), reading at 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 import aiohttp
 import msgspec
@@ -45,7 +45,7 @@ def _key(
     return resolve_route_key(profile, env)
 
 
-def _positive(row: Mapping[str, Any], *keys: str) -> int | None:
+def _positive(row: Mapping[str, object], *keys: str) -> int | None:
     for key in keys:
         value = row.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
@@ -53,7 +53,7 @@ def _positive(row: Mapping[str, Any], *keys: str) -> int | None:
     return None
 
 
-def _rows(data: list[Any]) -> list[DiscoveredModel]:
+def _rows(data: list[object]) -> list[DiscoveredModel]:
     out = []
     seen: set[str] = set()
     for row in data:
@@ -137,7 +137,7 @@ async def discover_models(
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:
         raise LlmError(f"could not reach {url}", ErrorCode.DISCOVERY_FAILED, cause=exc) from exc
     try:
-        document = msgspec.json.decode(body)
+        document: object = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
         raise _failed(f"{url} did not answer with JSON") from exc
     data = document.get("data") if isinstance(document, dict) else None

@@ -8,14 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
 from ...errors import ErrorCode, HarnessError
 from ...vocab.redacted import hidden_headers, hidden_repr, hidden_rich_repr
 from .catalog import CatalogModel, CatalogProvider, load_catalog
-from .compat import LEVELS, MODALITIES, SWITCH_PROTOCOLS, WITHHELD_SWITCHES, switch_value_error
+from .compat import (
+    LEVELS,
+    MODALITIES,
+    NO_SWITCHES,
+    SWITCH_PROTOCOLS,
+    WITHHELD_SWITCHES,
+    CompatSwitches,
+    overlay,
+    switch_value_error,
+    written,
+)
 
 __all__ = ["ModelDescriptor", "materialize_models", "supported_levels"]
 
@@ -42,7 +52,7 @@ class ModelDescriptor(msgspec.Struct, frozen=True, kw_only=True):
     max_tokens: int
     configured_max_tokens: int | None
     headers: tuple[tuple[str, str], ...]
-    compat: Mapping[str, Any]
+    compat: CompatSwitches
     catalog_api: str | None
 
     def __repr__(self) -> str:
@@ -79,9 +89,9 @@ def _fail(route: str, text: str) -> HarnessError:
     return HarnessError(f'providers: provider "{route}" {text}', ErrorCode.INVALID_CONFIG)
 
 
-def _check_vocabulary(route: str, site: str, compat: object) -> dict[str, Any]:
+def _check_vocabulary(route: str, site: str, compat: object) -> CompatSwitches:
     if compat is None:
-        return {}
+        return NO_SWITCHES
     if not isinstance(compat, Mapping):
         raise _fail(route, f"{site} must be a mapping of compat switches")
     for key, value in compat.items():
@@ -102,7 +112,12 @@ def _check_vocabulary(route: str, site: str, compat: object) -> dict[str, Any]:
         why = switch_value_error(key, value)
         if why is not None:
             raise _fail(route, f"{site}.{key} {why}")
-    return {k: v for k, v in compat.items() if not (isinstance(v, Mapping) and not v)}
+    # an empty mapping (`chat_template_kwargs: {}`) counts as not written
+    kept = {k: v for k, v in compat.items() if not (isinstance(v, Mapping) and not v)}
+    try:
+        return msgspec.convert(kept, CompatSwitches)
+    except msgspec.ValidationError as exc:  # the checks above admit only valid values
+        raise _fail(route, f"{site}: {exc}") from exc
 
 
 def _efforts(
@@ -143,7 +158,7 @@ def _efforts(
 _ABSENT: Final = object()
 
 
-def _pos(route: str, site: str, entry: Mapping[str, Any], key: str) -> int | None:
+def _pos(route: str, site: str, entry: Mapping[str, object], key: str) -> int | None:
     value = entry.get(key)
     if value is None:
         return None
@@ -158,8 +173,8 @@ def _camel(key: str) -> str:
 
 
 def _entries(
-    route: str, raw: Mapping[str, Any], catalog: CatalogProvider | None
-) -> list[tuple[str, Mapping[str, Any]]]:
+    route: str, raw: Mapping[str, object], catalog: CatalogProvider | None
+) -> list[tuple[str, object]]:
     models = raw.get("models")
     overrides = raw.get("model_overrides")
     if models is not None and not isinstance(models, (list, tuple)):
@@ -194,7 +209,7 @@ def _entries(
         return [(f"providers.{route}.models[{i}]", e) for i, e in enumerate(models)]
     if catalog is None:
         raise _fail(route, "resolves no models: a declared route needs api, base_url and models")
-    over: Mapping[str, Any] = overrides or {}
+    over = overrides if isinstance(overrides, Mapping) else {}
     return [
         (f"providers.{route}.model_overrides.{m.id}", {"id": m.id, **over.get(m.id, {})})
         for m in catalog.models
@@ -203,7 +218,7 @@ def _entries(
 
 def materialize_models(
     route: str,
-    raw: Mapping[str, Any],
+    raw: Mapping[str, object],
     *,
     api: str | None,
     base_url: str | None,
@@ -213,15 +228,17 @@ def materialize_models(
 ) -> tuple[dict[str, ModelDescriptor], bool, tuple[str, ...]]:
     """Materialize a route's models; returns (models by id, is-catalog-route, ambient key vars)."""
     catalog = load_catalog().providers.get(route)
-    entries = _entries(route, raw, catalog)
+    raw_entries = _entries(route, raw, catalog)
     route_compat = _check_vocabulary(route, f"providers.{route}.compat", raw.get("compat"))
-    for site, entry in entries:
+    entries: list[tuple[str, Mapping[str, object]]] = []
+    for site, entry in raw_entries:
         if not isinstance(entry, Mapping):
             raise _fail(route, f"{site} must be a mapping")
         for key in entry:
             if key not in _ENTRY_FIELDS:
                 raise _fail(route, f'{site} has an unknown field "{key}"')
         _check_vocabulary(route, f"{site}.compat", entry.get("compat"))
+        entries.append((site, entry))
     out: dict[str, ModelDescriptor] = {}
     shared_api = catalog.shared_api if catalog else None
     readable: set[str] = set()
@@ -253,19 +270,20 @@ def materialize_models(
             route, f"{site}.reasoning_efforts", entry.get("reasoning_efforts", _ABSENT), cat
         )
         model_compat = _check_vocabulary(route, f"{site}.compat", entry.get("compat"))
-        for key in model_compat:
+        for key in written(model_compat):
             if model_api not in SWITCH_PROTOCOLS[key]:
                 raise _fail(
                     route,
                     f'model "{mid}" sets compat.{key}, but its api is "{model_api}", which does '
                     f"not take it; {key} exists on " + ", ".join(SWITCH_PROTOCOLS[key]),
                 )
-        configured = {k: v for k, v in route_compat.items() if model_api in SWITCH_PROTOCOLS[k]}
-        readable.update(configured)
-        configured.update(model_compat)
-        base_compat = dict(cat.compat or {}) if cat else {}
-        if configured:
-            compat = {**(base_compat if cat and cat.api == model_api else {}), **configured}
+        taken = tuple(k for k in written(route_compat) if model_api in SWITCH_PROTOCOLS[k])
+        readable.update(taken)
+        configured = overlay(overlay(NO_SWITCHES, route_compat, taken), model_compat)
+        base_compat = (cat.compat if cat else None) or NO_SWITCHES
+        if written(configured):
+            same_api = cat is not None and cat.api == model_api
+            compat = overlay(base_compat if same_api else NO_SWITCHES, configured)
         else:
             compat = base_compat
         out[mid] = ModelDescriptor(
@@ -284,10 +302,10 @@ def materialize_models(
             max_tokens=max_tokens or (cat.max_tokens if cat else default_max_tokens),
             configured_max_tokens=max_tokens,
             headers=tuple((cat.headers or {}).items()) if cat else (),
-            compat=MappingProxyType(compat),
+            compat=compat,
             catalog_api=cat.api if cat else None,
         )
-    for key in route_compat:
+    for key in written(route_compat):
         if key not in readable:
             raise _fail(
                 route,

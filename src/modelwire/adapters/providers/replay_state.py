@@ -9,7 +9,7 @@ degrades that one message to foreign history and reports why; it never fails the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Final, NamedTuple, TypeGuard
 
 from ...vocab import Message, ModelSource, ReasoningBlock, TextBlock, ToolCallBlock
 from .context import NAssistant, NText, NThinking, NToolCall, foreign_assistant, parse_arguments
@@ -29,18 +29,47 @@ class _Invalid(Exception):
     pass
 
 
-def _obj(value: object) -> bool:
+class ReplayResponse(NamedTuple):
+    """The response half of a valid v2 envelope."""
+
+    api: str
+    provider: str
+    model: str
+    stop_reason: str
+    response_id: str | None
+    response_model: str | None
+
+
+class ReplayEntry(NamedTuple):
+    """One block's replay entry: its signature (of its kind) and the redacted flag."""
+
+    signature: str | None
+    redacted: bool
+
+
+def _obj(value: object) -> TypeGuard[Mapping[str, object]]:
     return isinstance(value, Mapping)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+_SIGNATURE_OF: Final = {
+    "text": "text_signature",
+    "reasoning": "thinking_signature",
+    "tool-call": "thought_signature",
+}
 
 
 def validate_envelope(
     message: Message, source: ModelSource
-) -> tuple[Mapping[str, Any], tuple[Mapping[str, Any], ...]]:
+) -> tuple[ReplayResponse, tuple[ReplayEntry, ...]]:
     """Run the twelve restore checks; returns (response, blocks) or raises with the reason."""
     state = source.replay_state
     if state is None or (not _obj(state.response) and state.blocks is None):
         raise _Invalid("expected a replay envelope")
-    response = state.response
+    response: object = state.response
     if not _obj(response):
         raise _Invalid("expected a response object")
     if response.get("kind") != "pi-ai":
@@ -56,9 +85,10 @@ def validate_envelope(
     for key in ("response_model", "response_id"):
         if key in response and not isinstance(response[key], str):
             raise _Invalid(f"{key} must be a string")
-    blocks = state.blocks
+    blocks: object = state.blocks
     if not isinstance(blocks, tuple):
         raise _Invalid("blocks must be an array")
+    entries: list[Mapping[str, object]] = []
     for i, block in enumerate(blocks):
         if not _obj(block):
             raise _Invalid(f"block {i} must be an object")
@@ -69,15 +99,29 @@ def validate_envelope(
                 raise _Invalid(f"block {i} {key} must be a string")
         if "redacted" in block and not isinstance(block["redacted"], bool):
             raise _Invalid(f"block {i} redacted must be boolean")
+        entries.append(block)
     for key in ("provider", "model"):
         if response[key] != getattr(source, key):
             raise _Invalid(f"{key} does not match assistant source")
-    if len(blocks) != len(message.content):
+    if len(entries) != len(message.content):
         raise _Invalid("block count does not match assistant content")
-    for i, (entry, block) in enumerate(zip(blocks, message.content, strict=True)):
-        if not isinstance(block, _BLOCK_TYPES[entry["type"]]):
+    out: list[ReplayEntry] = []
+    for i, (entry, block) in enumerate(zip(entries, message.content, strict=True)):
+        kind = str(entry["type"])
+        if not isinstance(block, _BLOCK_TYPES[kind]):
             raise _Invalid(f"block {i} does not match assistant content")
-    return response, blocks
+        out.append(
+            ReplayEntry(_text(entry.get(_SIGNATURE_OF[kind])), entry.get("redacted") is True)
+        )
+    restored = ReplayResponse(
+        api=str(response["api"]),
+        provider=str(response["provider"]),
+        model=str(response["model"]),
+        stop_reason=str(response["stop_reason"]),
+        response_id=_text(response.get("response_id")),
+        response_model=_text(response.get("response_model")),
+    )
+    return restored, tuple(out)
 
 
 def restore_assistant(
@@ -93,20 +137,18 @@ def restore_assistant(
     content: list[NText | NThinking | NToolCall] = []
     for entry, block in zip(entries, message.content, strict=True):
         if isinstance(block, TextBlock):
-            content.append(NText(block.text, entry.get("text_signature")))
+            content.append(NText(block.text, entry.signature))
         elif isinstance(block, ReasoningBlock):
-            content.append(
-                NThinking(block.text, entry.get("thinking_signature"), bool(entry.get("redacted")))
-            )
+            content.append(NThinking(block.text, entry.signature, entry.redacted))
         elif isinstance(block, ToolCallBlock):
             args = parse_arguments(block.arguments)
-            content.append(NToolCall(block.id, block.name, args, entry.get("thought_signature")))
+            content.append(NToolCall(block.id, block.name, args, entry.signature))
     return NAssistant(
         content=tuple(content),
-        api=response["api"],
-        provider=response["provider"],
-        model=response["model"],
-        stop_reason=response["stop_reason"],
-        response_id=response.get("response_id"),
-        response_model=response.get("response_model"),
+        api=response.api,
+        provider=response.provider,
+        model=response.model,
+        stop_reason=response.stop_reason,
+        response_id=response.response_id,
+        response_model=response.response_model,
     )

@@ -1,97 +1,104 @@
-"""`anthropic-messages` request builder: `POST {base_url}/v1/messages` (spec §4.5, §1.6)."""
+"""`anthropic-messages` request builder: `POST {base_url}/v1/messages` (spec §4.5, §1.6).
+
+The body is a tree of msgspec structs (`anthropic_body`): field order is key order and UNSET
+fields are omitted.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 import msgspec
+from msgspec import UNSET
 
+from ..compat import overlay
 from ..context import NAssistant, NContext, NImage, NText, NThinking, NToolCall, NToolResult, NUser
 from ..materialize import ModelDescriptor
-from .request import BuiltRequest, RequestOptions, join_url, safe_tool_id
+from .anthropic_body import (
+    AnthropicCompat,
+    AssistantBlock,
+    AssistantMessage,
+    Body,
+    Cache,
+    Image,
+    ImageSource,
+    Message,
+    OutputConfig,
+    RedactedThinking,
+    Schema,
+    SystemText,
+    Text,
+    ThinkingBlock,
+    Tool,
+    ToolResult,
+    ToolUse,
+    UserBlock,
+    UserMessage,
+)
+from .request import BuiltRequest, RequestOptions, Thinking, join_url, safe_tool_id
 from .transform import output_cap, prepare_messages
 
 __all__ = ["anthropic_compat", "build_anthropic_request"]
 
-_DEFAULTS: Final[dict[str, Any]] = {
-    "supports_eager_tool_input_streaming": True,
-    "supports_long_cache_retention": True,
-    "supports_cache_control_on_tools": True,
-    "supports_temperature": True,
-    "allow_empty_signature": False,
-    "supports_strict_tools": False,
-    "force_adaptive_thinking": False,
-}
+_DEFAULTS: Final = AnthropicCompat()
 _BUDGETS: Final = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 _ADAPTIVE: Final = {"minimal": "low", "low": "low", "medium": "medium"}
+_DISABLED: Final = Thinking(type="disabled")
 
 
-def anthropic_compat(model: ModelDescriptor) -> dict[str, Any]:
+def anthropic_compat(model: ModelDescriptor) -> AnthropicCompat:
     """Effective Anthropic switches: the model's compat over the defaults."""
-    return {**_DEFAULTS, **model.compat}
+    return overlay(_DEFAULTS, model.compat)
 
 
-def _parts(content: tuple[NText | NImage, ...]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+def _parts(content: tuple[NText | NImage, ...]) -> list[Text | Image]:
+    out: list[Text | Image] = []
     for p in content:
         if isinstance(p, NText):
             if p.text.strip():
-                out.append({"type": "text", "text": p.text})
+                out.append(Text(p.text))
         else:
-            out.append(
-                {
-                    "type": "image",
-                    "source": {"type": "base64", "media_type": p.mime, "data": p.data},
-                }
-            )
+            out.append(Image(ImageSource(p.mime, p.data)))
     return out
 
 
-def _assistant(message: NAssistant, compat: dict[str, Any]) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+def _assistant(message: NAssistant, compat: AnthropicCompat) -> list[AssistantBlock]:
+    blocks: list[AssistantBlock] = []
     for part in message.content:
         if isinstance(part, NText):
             if part.text.strip():
-                blocks.append({"type": "text", "text": part.text})
+                blocks.append(Text(part.text))
         elif isinstance(part, NThinking):
             if part.redacted:
-                blocks.append({"type": "redacted_thinking", "data": part.signature or ""})
+                blocks.append(RedactedThinking(part.signature or ""))
             elif part.signature:
-                blocks.append(
-                    {"type": "thinking", "thinking": part.text, "signature": part.signature}
-                )
+                blocks.append(ThinkingBlock(part.text, part.signature))
             elif part.text.strip():
-                if compat["allow_empty_signature"]:
-                    blocks.append({"type": "thinking", "thinking": part.text, "signature": ""})
+                if compat.allow_empty_signature:
+                    blocks.append(ThinkingBlock(part.text, ""))
                 else:
-                    blocks.append({"type": "text", "text": part.text})
+                    blocks.append(Text(part.text))
         elif isinstance(part, NToolCall):
-            blocks.append(
-                {"type": "tool_use", "id": part.id, "name": part.name, "input": part.arguments}
-            )
+            blocks.append(ToolUse(part.id, part.name, part.arguments))
     return blocks
 
 
-def _tool_result(message: NToolResult) -> dict[str, Any]:
+def _tool_result(message: NToolResult) -> ToolResult:
     texts = [p.text for p in message.content if isinstance(p, NText)]
     images = [p for p in message.content if isinstance(p, NImage)]
-    content: Any
+    content: str | list[Text | Image]
     if images:
         content = _parts(message.content)
         if not texts:
-            content.insert(0, {"type": "text", "text": "(see attached image)"})
+            content.insert(0, Text("(see attached image)"))
     else:
         content = "\n".join(texts)
-    return {
-        "type": "tool_result",
-        "tool_use_id": message.tool_call_id,
-        "content": content,
-        "is_error": message.is_error,
-    }
+    return ToolResult(message.tool_call_id, content, message.is_error)
 
 
 def _thinking(
-    model: ModelDescriptor, compat: dict[str, Any], options: RequestOptions, body: dict[str, Any]
+    model: ModelDescriptor, compat: AnthropicCompat, options: RequestOptions, body: Body
 ) -> bool:
     if not model.reasoning:
         return False
@@ -99,22 +106,70 @@ def _thinking(
     effort = options.effort
     if effort is None or effort == "off":
         if not ("off" in level_map and level_map["off"] is None):
-            body["thinking"] = {"type": "disabled"}
+            body.thinking = _DISABLED
         return False
-    if compat["force_adaptive_thinking"]:
+    if compat.force_adaptive_thinking:
         mapped = level_map.get(effort)
-        body["thinking"] = {"type": "adaptive", "display": "summarized"}
-        body["output_config"] = {
-            "effort": mapped if isinstance(mapped, str) else _ADAPTIVE.get(effort, "high")
-        }
+        body.thinking = Thinking(type="adaptive", display="summarized")
+        body.output_config = OutputConfig(
+            mapped if isinstance(mapped, str) else _ADAPTIVE.get(effort, "high")
+        )
         return True
     level = effort if effort in _BUDGETS else "high"
     budget = (options.thinking_budgets or {}).get(level, _BUDGETS[level])
-    max_tokens = min(body["max_tokens"] + budget, model.max_tokens)
-    body["max_tokens"] = max_tokens
+    max_tokens = min(body.max_tokens + budget, model.max_tokens)
+    body.max_tokens = max_tokens
     budget = min(budget, max(0, max_tokens - 1024)) or 1024
-    body["thinking"] = {"type": "enabled", "budget_tokens": budget, "display": "summarized"}
+    body.thinking = Thinking(type="enabled", budget_tokens=budget, display="summarized")
     return True
+
+
+def _messages(ctx: NContext, model: ModelDescriptor, compat: AnthropicCompat) -> list[Message]:
+    prepared = prepare_messages(ctx, model, lambda raw: safe_tool_id(raw, 64))
+    messages: list[Message] = []
+    results: list[UserBlock] = []
+    for message in prepared:
+        if isinstance(message, NToolResult):
+            results.append(_tool_result(message))
+            continue
+        if results:
+            messages.append(UserMessage(results))
+            results = []
+        if isinstance(message, NUser):
+            if isinstance(message.content, str):
+                if message.content.strip():
+                    messages.append(UserMessage(message.content))
+            else:
+                parts: list[UserBlock] = [*_parts(message.content)]
+                if parts:
+                    messages.append(UserMessage(parts))
+        else:
+            blocks = _assistant(message, compat)
+            if blocks:
+                messages.append(AssistantMessage(blocks))
+    if results:
+        messages.append(UserMessage(results))
+    return messages
+
+
+def _tools(ctx: NContext, compat: AnthropicCompat, cache: Cache | None) -> list[Tool]:
+    eager = True if compat.supports_eager_tool_input_streaming else UNSET
+    tools = []
+    for tool in ctx.tools:
+        schema = tool.parameters if isinstance(tool.parameters, Mapping) else {}
+        properties = schema.get("properties", {})
+        required = schema.get("required", [])
+        tools.append(
+            Tool(
+                name=tool.name,
+                description=tool.description,
+                eager_input_streaming=eager,
+                input_schema=Schema(properties, required),
+            )
+        )
+    if cache and compat.supports_cache_control_on_tools:
+        tools[-1] = msgspec.structs.replace(tools[-1], cache_control=cache)
+    return tools
 
 
 def build_anthropic_request(
@@ -122,76 +177,29 @@ def build_anthropic_request(
 ) -> BuiltRequest:
     """The Messages API request for `model` (no credentials: the adapter adds `x-api-key`)."""
     compat = anthropic_compat(model)
-    prepared = prepare_messages(ctx, model, lambda raw: safe_tool_id(raw, 64))
-    messages: list[dict[str, Any]] = []
-    results: list[dict[str, Any]] = []
-    for message in prepared:
-        if isinstance(message, NToolResult):
-            results.append(_tool_result(message))
-            continue
-        if results:
-            messages.append({"role": "user", "content": results})
-            results = []
-        if isinstance(message, NUser):
-            if isinstance(message.content, str):
-                if message.content.strip():
-                    messages.append({"role": "user", "content": message.content})
-            else:
-                parts = _parts(message.content)
-                if parts:
-                    messages.append({"role": "user", "content": parts})
-        else:
-            blocks = _assistant(message, compat)
-            if blocks:
-                messages.append({"role": "assistant", "content": blocks})
-    if results:
-        messages.append({"role": "user", "content": results})
+    messages = _messages(ctx, model, compat)
     retention = options.cache_retention or "short"
-    cache: dict[str, str] | None = None
+    cache: Cache | None = None
     if retention != "none":
-        cache = {"type": "ephemeral"}
-        if retention == "long" and compat["supports_long_cache_retention"]:
-            cache["ttl"] = "1h"
-    body: dict[str, Any] = {
-        "model": model.id,
-        "messages": messages,
-        "max_tokens": output_cap(ctx, model, options.max_tokens),
-        "stream": True,
-    }
+        long = retention == "long" and compat.supports_long_cache_retention
+        cache = Cache("ephemeral", "1h") if long else Cache("ephemeral")
+    body = Body(
+        model=model.id, messages=messages, max_tokens=output_cap(ctx, model, options.max_tokens)
+    )
     if ctx.system is not None:
-        system: dict[str, Any] = {"type": "text", "text": ctx.system}
-        if cache:
-            system["cache_control"] = cache
-        body["system"] = [system]
+        body.system = [SystemText(ctx.system, cache or UNSET)]
     if ctx.tools:
-        tools = []
-        for tool in ctx.tools:
-            schema = tool.get("parameters") or {}
-            entry: dict[str, Any] = {
-                "name": tool["name"],
-                "description": tool.get("description", ""),
-            }
-            if compat["supports_eager_tool_input_streaming"]:
-                entry["eager_input_streaming"] = True
-            entry["input_schema"] = {
-                "type": "object",
-                "properties": schema.get("properties", {}),
-                "required": schema.get("required", []),
-            }
-            tools.append(entry)
-        if cache and compat["supports_cache_control_on_tools"]:
-            tools[-1]["cache_control"] = cache
-        body["tools"] = tools
+        body.tools = _tools(ctx, compat, cache)
     thinking = _thinking(model, compat, options, body)
-    if options.temperature is not None and not thinking and compat["supports_temperature"]:
-        body["temperature"] = options.temperature
+    if options.temperature is not None and not thinking and compat.supports_temperature:
+        body.temperature = options.temperature
     if cache:
         _cache_last_user(messages, cache)
     headers = {"Accept": "application/json", "anthropic-version": "2023-06-01"}
     beta = []
-    if not compat["force_adaptive_thinking"]:
+    if not compat.force_adaptive_thinking:
         beta.append("interleaved-thinking-2025-05-14")
-    if ctx.tools and not compat["supports_eager_tool_input_streaming"]:
+    if ctx.tools and not compat.supports_eager_tool_input_streaming:
         beta.append("fine-grained-tool-streaming-2025-05-14")
     if beta:
         headers["anthropic-beta"] = ",".join(beta)
@@ -202,13 +210,14 @@ def build_anthropic_request(
     )
 
 
-def _cache_last_user(messages: list[dict[str, Any]], cache: dict[str, str]) -> None:
-    for message in reversed(messages):
-        if message["role"] != "user":
-            continue
-        content = message["content"]
-        if isinstance(content, str):
-            content = message["content"] = [{"type": "text", "text": content}]
-        if content:
-            content[-1] = {**content[-1], "cache_control": cache}
-        return
+def _cache_last_user(messages: list[Message], cache: Cache) -> None:
+    """Put the cache breakpoint on the last block of the last user message."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if isinstance(message, UserMessage):
+            content = message.content
+            blocks: list[UserBlock] = [Text(content)] if isinstance(content, str) else [*content]
+            if blocks:
+                blocks[-1] = msgspec.structs.replace(blocks[-1], cache_control=cache)
+            messages[i] = UserMessage(blocks)
+            return

@@ -101,25 +101,20 @@ def anthropic_error_code(error_type: str | None) -> str | None:
 class AnthropicTranslator:
     """Folds Anthropic Messages stream events into chunks; `end()` emits usage and finish."""
 
-    __slots__ = ("_by_index", "_done", "_initial", "_record")
+    __slots__ = ("_by_index", "_initial", "_record", "done")
 
     def __init__(self, record: ResponseRecord) -> None:
         self._record = record
         self._by_index: dict[int, BlockRecord] = {}
-        self._done = False
+        self.done = False  # a terminal event arrived: the response is complete, stop reading
         # tool inputs that arrived whole in `content_block_start` (programmatic tool calling),
         # by index: they are the arguments unless `input_json_delta`s follow
         self._initial: dict[int, str] = {}
 
-    @property
-    def done(self) -> bool:
-        """`message_stop` arrived: the response is complete, stop reading."""
-        return self._done
-
     def feed(self, event: SseEvent, out: list[StreamChunk]) -> None:
         """Translate one SSE event, appending its chunks to `out`."""
         data = event.data
-        if not data or data == "[DONE]" or self._done:
+        if not data or data == "[DONE]" or self.done:
             return
         try:
             ev = _DECODE(data)
@@ -170,7 +165,7 @@ class AnthropicTranslator:
             if ev.usage is not None:
                 self._usage(ev.usage)
         elif kind == "message_stop":
-            self._done = True
+            self.done = True
         elif kind == "error" or event.event == "error":
             err = ev.error
             self._fail(err.message if err and err.message else data, err.type if err else None)
@@ -248,4 +243,4 @@ class AnthropicTranslator:
 
     def end(self, out: list[StreamChunk]) -> None:
         """The stream ended: usage and finish (an error when `message_stop` never came)."""
-        end_stream(self._record, self._done, "Anthropic stream ended before message_stop", out)
+        end_stream(self._record, self.done, "Anthropic stream ended before message_stop", out)

@@ -132,10 +132,11 @@ class CompletionsTranslator:
         if not choices:
             return
         choice = choices[0]
-        if choice.index:
-            choice = next((c for c in choices if not c.index), None)  # type: ignore[assignment]
-            if choice is None:
+        if choice.index:  # not choice 0 first: use choice 0 wherever it is, if it is there
+            found = next((c for c in choices if not c.index), None)
+            if found is None:
                 return
+            choice = found
         if choice.usage is not None:
             self._usage(choice.usage)
         delta = choice.delta

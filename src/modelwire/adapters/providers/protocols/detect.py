@@ -7,24 +7,36 @@ route → catalog entry) is applied over the detected values by the request buil
 
 from __future__ import annotations
 
-from typing import Any, Final, NamedTuple
+from collections.abc import Mapping
+from typing import Final, NamedTuple
 
-__all__ = ["COMPLETIONS_DEFAULTS", "detect_completions_compat"]
+import msgspec
 
-COMPLETIONS_DEFAULTS: Final[dict[str, Any]] = {
-    "supports_store": True,
-    "supports_developer_role": True,
-    "supports_reasoning_effort": True,
-    "supports_usage_in_streaming": True,
-    "max_tokens_field": "max_completion_tokens",
-    "requires_tool_result_name": False,
-    "requires_assistant_after_tool_result": False,
-    "requires_thinking_as_text": False,
-    "requires_reasoning_content_on_assistant_messages": False,
-    "thinking_format": "openai",
-    "supports_strict_mode": True,
-    "supports_long_cache_retention": True,
-}
+from ..compat import MaxTokensField, TemplateValue, ThinkingFormat
+
+__all__ = ["COMPLETIONS_DEFAULTS", "CompletionsCompat", "detect_completions_compat"]
+
+
+class CompletionsCompat(msgspec.Struct, frozen=True, kw_only=True):
+    """The effective switches of one Chat Completions model (what the request builder reads);
+    the defaults are pi-ai's OpenAI-shaped answer for an unrecognized endpoint."""
+
+    supports_store: bool = True
+    supports_developer_role: bool = True
+    supports_reasoning_effort: bool = True
+    supports_usage_in_streaming: bool = True
+    max_tokens_field: MaxTokensField = "max_completion_tokens"
+    requires_tool_result_name: bool = False
+    requires_assistant_after_tool_result: bool = False
+    requires_thinking_as_text: bool = False
+    requires_reasoning_content_on_assistant_messages: bool = False
+    thinking_format: ThinkingFormat = "openai"
+    supports_strict_mode: bool = True
+    supports_long_cache_retention: bool = True
+    chat_template_kwargs: Mapping[str, TemplateValue] | None = None
+
+
+COMPLETIONS_DEFAULTS: Final = CompletionsCompat()
 """What an unrecognized Chat Completions endpoint gets (pi-ai's OpenAI-shaped defaults)."""
 
 
@@ -37,10 +49,12 @@ class _Vendor(NamedTuple):
     max_tokens: bool  # `max_tokens` instead of `max_completion_tokens`
     no_effort: bool  # no `reasoning_effort`
     no_long_cache: bool  # no long prompt-cache retention
-    thinking_format: str | None
+    thinking_format: ThinkingFormat | None
 
 
-def _v(providers: tuple[str, ...], urls: tuple[str, ...], flags: str, fmt: str | None) -> _Vendor:
+def _v(
+    providers: tuple[str, ...], urls: tuple[str, ...], flags: str, fmt: ThinkingFormat | None
+) -> _Vendor:
     return _Vendor(
         frozenset(providers), urls, "S" in flags, "M" in flags, "E" in flags, "C" in flags, fmt
     )
@@ -65,36 +79,32 @@ _VENDORS: Final[tuple[_Vendor, ...]] = (
 _OPENROUTER_DEVELOPER_PREFIXES: Final = ("anthropic/", "openai/")
 
 
-def detect_completions_compat(provider: str, base_url: str, model_id: str) -> dict[str, Any]:
-    """The detected switches of one Chat Completions model (a fresh dict the caller may update).
+def detect_completions_compat(provider: str, base_url: str, model_id: str) -> CompletionsCompat:
+    """The detected switches of one Chat Completions model.
 
     DeepSeek (spec §1.7): the provider id or a `deepseek.com` URL selects the `deepseek` thinking
     format and reasoning content on assistant messages; only the URL also drops `store` and the
     `developer` role (the catalog entries set those explicitly).
     """
-    compat = dict(COMPLETIONS_DEFAULTS)
+    d = COMPLETIONS_DEFAULTS
     url = base_url.lower()
     deepseek_url = "deepseek.com" in url
     matched = [v for v in _VENDORS if provider in v.providers or any(u in url for u in v.urls)]
     nonstandard = deepseek_url or any(v.nonstandard for v in matched)
     openrouter = any(v.thinking_format == "openrouter" for v in matched)
-    if nonstandard:
-        compat["supports_store"] = False
+    developer = d.supports_developer_role
     if nonstandard or openrouter:
-        compat["supports_developer_role"] = openrouter and model_id.startswith(
-            _OPENROUTER_DEVELOPER_PREFIXES
-        )
-    if any(v.max_tokens for v in matched):
-        compat["max_tokens_field"] = "max_tokens"
-    if any(v.no_effort for v in matched):
-        compat["supports_reasoning_effort"] = False
-    if any(v.no_long_cache for v in matched):
-        compat["supports_long_cache_retention"] = False
-    if provider == "deepseek" or deepseek_url:
-        compat["thinking_format"] = "deepseek"
-        compat["requires_reasoning_content_on_assistant_messages"] = True
-    else:
-        fmt = next((v.thinking_format for v in matched if v.thinking_format), None)
-        if fmt is not None:
-            compat["thinking_format"] = fmt
-    return compat
+        developer = openrouter and model_id.startswith(_OPENROUTER_DEVELOPER_PREFIXES)
+    deepseek = provider == "deepseek" or deepseek_url
+    fmt = next((v.thinking_format for v in matched if v.thinking_format), None)
+    return CompletionsCompat(
+        supports_store=False if nonstandard else d.supports_store,
+        supports_developer_role=developer,
+        supports_reasoning_effort=not any(v.no_effort for v in matched),
+        supports_usage_in_streaming=d.supports_usage_in_streaming,
+        max_tokens_field="max_tokens" if any(v.max_tokens for v in matched) else d.max_tokens_field,
+        requires_reasoning_content_on_assistant_messages=deepseek,
+        thinking_format="deepseek" if deepseek else (fmt or d.thinking_format),
+        supports_strict_mode=d.supports_strict_mode,
+        supports_long_cache_retention=not any(v.no_long_cache for v in matched),
+    )

@@ -1,102 +1,145 @@
-"""`openai-completions` request builder: `POST {base_url}/chat/completions` (spec §4.3, §1.6)."""
+"""`openai-completions` request builder: `POST {base_url}/chat/completions` (spec §4.3, §1.6).
+
+The body is a tree of msgspec structs (`completions_body`): field order is key order and UNSET
+fields are omitted, so each dialect's optional fields appear exactly where, and only when, the
+dialect sends them.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
+from ....never import assert_never
+from ..compat import TemplateValue, TemplateVar, overlay
 from ..context import NAssistant, NContext, NImage, NText, NThinking, NToolCall, NToolResult, NUser
 from ..materialize import ModelDescriptor
-from .detect import detect_completions_compat
-from .request import BuiltRequest, RequestOptions, join_url, safe_tool_id
+from .completions_body import (
+    ATTACHED_IMAGES,
+    Assistant,
+    Body,
+    Function,
+    FunctionSpec,
+    ImagePart,
+    ImageUrl,
+    Message,
+    Part,
+    StreamOptions,
+    TemplateKwarg,
+    TextPart,
+    ToolCall,
+    ToolMessage,
+    ToolSpec,
+    thought_message,
+)
+from .detect import CompletionsCompat, detect_completions_compat
+from .request import (
+    BuiltRequest,
+    OffWire,
+    Reasoning,
+    RequestOptions,
+    Thinking,
+    join_url,
+    off_wire,
+    safe_tool_id,
+)
 from .transform import output_cap, prepare_messages
 
 __all__ = ["build_completions_request", "completions_compat"]
 
+_INCLUDE_USAGE = StreamOptions(include_usage=True)
+_ENABLED = Thinking(type="enabled")
+_DISABLED = Thinking(type="disabled")
 
-def completions_compat(model: ModelDescriptor) -> dict[str, Any]:
+
+def completions_compat(model: ModelDescriptor) -> CompletionsCompat:
     """Effective switches: the model's configured compat over endpoint detection."""
-    compat = detect_completions_compat(model.provider, model.base_url, model.id)
-    compat.update(model.compat)
-    return compat
+    return overlay(
+        detect_completions_compat(model.provider, model.base_url, model.id), model.compat
+    )
 
 
 def _mapped(model: ModelDescriptor, level: str) -> str | None:
     m = model.thinking_level_map or {}
-    value = m.get(level, level)
-    return value if value is not None else None
+    return m.get(level, level)
 
 
 def _reasoning_fields(
-    model: ModelDescriptor, compat: dict[str, Any], effort: str | None, body: dict[str, Any]
+    model: ModelDescriptor, compat: CompletionsCompat, effort: str | None, body: Body
 ) -> None:
     if not model.reasoning:
         return
     level_map = model.thinking_level_map or {}
     off = effort is None or effort == "off"
-    off_value = level_map.get("off") if "off" in level_map else ...  # ... = absent key
-    fmt = compat["thinking_format"]
-    wire = None if off else (_mapped(model, effort or "") or effort)
-    supports_effort = compat["supports_reasoning_effort"]
-    if fmt == "openai":
-        if not off and supports_effort:
-            body["reasoning_effort"] = wire
-        elif off and isinstance(off_value, str):
-            body["reasoning_effort"] = off_value
-    elif fmt == "deepseek":
-        if not off:
-            body["thinking"] = {"type": "enabled"}
-            if supports_effort:
-                body["reasoning_effort"] = wire
-        elif off_value is not None:
-            body["thinking"] = {"type": "disabled"}
-    elif fmt == "openrouter":
-        if not off:
-            body["reasoning"] = {"effort": wire}
-        elif off_value is not None:
-            body["reasoning"] = {"effort": off_value if isinstance(off_value, str) else "none"}
-    elif fmt == "zai":
-        if not off:
-            body["thinking"] = {"type": "enabled", "clear_thinking": False}
-            if supports_effort:
-                body["reasoning_effort"] = wire
-        else:
-            body["thinking"] = {"type": "disabled"}
-    elif fmt == "qwen":
-        body["enable_thinking"] = not off
-    elif fmt == "qwen-chat-template":
-        body["chat_template_kwargs"] = {"enable_thinking": not off, "preserve_thinking": not off}
-    elif fmt == "chat-template":
-        kwargs = _template_kwargs(compat.get("chat_template_kwargs") or {}, off, wire, off_value)
-        if kwargs:
-            body["chat_template_kwargs"] = kwargs
-    elif fmt == "together":
-        body["reasoning"] = {"enabled": not off}
-        if not off and supports_effort:
-            body["reasoning_effort"] = wire
-    elif fmt == "string-thinking":
-        if not off:
-            body["thinking"] = wire
-        elif off_value is not None:
-            body["thinking"] = off_value if isinstance(off_value, str) else "none"
-    elif fmt == "ant-ling" and not off:
-        mapped = level_map.get(effort or "")
-        if isinstance(mapped, str):
-            body["reasoning"] = {"effort": mapped}
+    off_value = off_wire(level_map)
+    wire = "" if effort is None or off else (_mapped(model, effort) or effort)  # when not off
+    supports_effort = compat.supports_reasoning_effort
+    fmt = compat.thinking_format
+    match fmt:
+        case "openai":
+            if not off and supports_effort:
+                body.reasoning_effort = wire
+            elif off and isinstance(off_value, str):
+                body.reasoning_effort = off_value
+        case "deepseek":
+            if not off:
+                body.thinking = _ENABLED
+                if supports_effort:
+                    body.reasoning_effort = wire
+            elif off_value is not None:
+                body.thinking = _DISABLED
+        case "openrouter":
+            if not off:
+                body.reasoning = Reasoning(effort=wire)
+            elif off_value is not None:
+                body.reasoning = Reasoning(
+                    effort=off_value if isinstance(off_value, str) else "none"
+                )
+        case "zai":
+            if not off:
+                body.thinking = Thinking(type="enabled", clear_thinking=False)
+                if supports_effort:
+                    body.reasoning_effort = wire
+            else:
+                body.thinking = _DISABLED
+        case "qwen":
+            body.enable_thinking = not off
+        case "qwen-chat-template":
+            body.chat_template_kwargs = {"enable_thinking": not off, "preserve_thinking": not off}
+        case "chat-template":
+            kwargs = _template_kwargs(compat.chat_template_kwargs or {}, off, wire, off_value)
+            if kwargs:
+                body.chat_template_kwargs = kwargs
+        case "together":
+            body.reasoning = Reasoning(enabled=not off)
+            if not off and supports_effort:
+                body.reasoning_effort = wire
+        case "string-thinking":
+            if not off:
+                body.thinking = wire
+            elif off_value is not None:
+                body.thinking = off_value if isinstance(off_value, str) else "none"
+        case "ant-ling":
+            mapped = None if off else level_map.get(effort or "")
+            if isinstance(mapped, str):
+                body.reasoning = Reasoning(effort=mapped)
+        case _:
+            assert_never(fmt, "Chat Completions thinking format")
 
 
 def _template_kwargs(
-    spec: dict[str, Any], off: bool, wire: str | None, off_value: object
-) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    spec: Mapping[str, TemplateValue], off: bool, wire: str, off_value: OffWire
+) -> dict[str, TemplateKwarg]:
+    out: dict[str, TemplateKwarg] = {}
     for key, value in spec.items():
-        if not isinstance(value, dict):
+        if not isinstance(value, TemplateVar):
             out[key] = value
             continue
-        if off and value.get("omit_when_off"):
+        if off and value.omit_when_off:
             continue
-        if value.get("$var") == "thinking.enabled":
+        if value.var == "thinking.enabled":
             out[key] = not off
         elif not off:
             out[key] = wire
@@ -105,75 +148,77 @@ def _template_kwargs(
     return out
 
 
-def _parts(content: tuple[NText | NImage, ...]) -> list[dict[str, Any]]:
+def _parts(content: tuple[NText | NImage, ...]) -> list[Part]:
     return [
-        {"type": "text", "text": p.text}
+        TextPart(p.text)
         if isinstance(p, NText)
-        else {"type": "image_url", "image_url": {"url": f"data:{p.mime};base64,{p.data}"}}
+        else ImagePart(ImageUrl(f"data:{p.mime};base64,{p.data}"))
         for p in content
     ]
 
 
+def _raw_json(text: str) -> msgspec.Raw:
+    """`text` re-encoded compactly (what decoding it into the body would send)."""
+    return msgspec.Raw(msgspec.json.encode(msgspec.json.decode(text)))
+
+
 def _assistant(
-    message: NAssistant, model: ModelDescriptor, compat: dict[str, Any]
-) -> dict[str, Any] | None:
+    message: NAssistant, model: ModelDescriptor, compat: CompletionsCompat
+) -> msgspec.Struct | None:
     texts = [p.text for p in message.content if isinstance(p, NText) and p.text.strip()]
     thinking = [p for p in message.content if isinstance(p, NThinking) and p.text.strip()]
     calls = [p for p in message.content if isinstance(p, NToolCall)]
-    out: dict[str, Any] = {"role": "assistant"}
-    content: Any = "".join(texts) if texts else None
-    if content is None and compat["requires_assistant_after_tool_result"]:
-        content = ""
-    reasoning_set = False
+    text: str | None = "".join(texts) if texts else None
+    if text is None and compat.requires_assistant_after_tool_result:
+        text = ""
+    content: str | list[TextPart] | None = text
+    thought: type[msgspec.Struct] | None = None  # the message type naming the reasoning field
     if thinking:
-        if compat["requires_thinking_as_text"]:
+        if compat.requires_thinking_as_text:
             joined = "\n\n".join(t.text for t in thinking)
-            content = [
-                {"type": "text", "text": joined},
-                *([{"type": "text", "text": content}] if content else []),
-            ]
+            content = [TextPart(joined), *([TextPart(text)] if text else [])]
         elif thinking[0].signature:
-            out[thinking[0].signature] = "\n".join(t.text for t in thinking)
-            reasoning_set = True
-    out["content"] = content
+            thought = thought_message(thinking[0].signature)
+    tool_calls: list[ToolCall] | UnsetType = UNSET
+    details: list[msgspec.Raw] | UnsetType = UNSET
     if calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {
-                    "name": c.name,
-                    "arguments": msgspec.json.encode(c.arguments).decode(),
-                },
-            }
+        tool_calls = [
+            ToolCall(c.id, "function", Function(c.name, msgspec.json.encode(c.arguments).decode()))
             for c in calls
         ]
-        details = [msgspec.json.decode(c.thought_signature) for c in calls if c.thought_signature]
-        if details:
-            out["reasoning_details"] = details
-    if (
-        compat["requires_reasoning_content_on_assistant_messages"]
-        and model.reasoning
-        and not reasoning_set
-    ):
-        out["reasoning_content"] = ""
-    if content in (None, "") and not calls and not reasoning_set:
+        details = [_raw_json(c.thought_signature) for c in calls if c.thought_signature] or UNSET
+    if thought is not None:
+        return thought(
+            thought="\n".join(t.text for t in thinking),
+            content=content,
+            tool_calls=tool_calls,
+            reasoning_details=details,
+        )
+    if content in (None, "") and not calls:
         return None
-    return out
+    filler = compat.requires_reasoning_content_on_assistant_messages and model.reasoning
+    return Assistant(
+        content=content,
+        tool_calls=tool_calls,
+        reasoning_details=details,
+        reasoning_content="" if filler else UNSET,
+    )
 
 
-def build_completions_request(
-    model: ModelDescriptor, ctx: NContext, options: RequestOptions
-) -> BuiltRequest:
-    """The Chat Completions request for `model` (no credentials: the adapter adds auth)."""
-    compat = completions_compat(model)
-    limit = 40
-    prepared = prepare_messages(ctx, model, lambda raw: safe_tool_id(raw, limit))
-    messages: list[dict[str, Any]] = []
+def _attached(images: list[Part]) -> Message:
+    return Message("user", [TextPart(ATTACHED_IMAGES), *images])
+
+
+def _messages(
+    ctx: NContext, model: ModelDescriptor, compat: CompletionsCompat
+) -> tuple[list[msgspec.Struct], bool]:
+    """The wire messages, and whether the history holds tool calls or results."""
+    prepared = prepare_messages(ctx, model, lambda raw: safe_tool_id(raw, 40))
+    messages: list[msgspec.Struct] = []
     if ctx.system is not None:
-        role = "developer" if model.reasoning and compat["supports_developer_role"] else "system"
-        messages.append({"role": role, "content": ctx.system})
-    pending_images: list[dict[str, Any]] = []
+        role = "developer" if model.reasoning and compat.supports_developer_role else "system"
+        messages.append(Message(role, ctx.system))
+    pending_images: list[Part] = []
     last_was_tool = False
     for message in prepared:
         if isinstance(message, NToolResult):
@@ -184,83 +229,70 @@ def build_completions_request(
                 if texts
                 else ("(see attached image)" if images else "(no tool output)")
             )
-            entry: dict[str, Any] = {
-                "role": "tool",
-                "tool_call_id": message.tool_call_id,
-                "content": text,
-            }
-            if compat["requires_tool_result_name"]:
-                entry["name"] = message.tool_name
-            messages.append(entry)
+            name = message.tool_name if compat.requires_tool_result_name else UNSET
+            messages.append(ToolMessage(message.tool_call_id, text, name))
             pending_images.extend(_parts(tuple(images)))
             last_was_tool = True
             continue
         if pending_images:
-            messages.append(
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "text", "text": "Attached image(s) from tool result:"},
-                        *pending_images,
-                    ],
-                }
-            )
+            messages.append(_attached(pending_images))
             pending_images = []
         if isinstance(message, NUser):
-            if last_was_tool and compat["requires_assistant_after_tool_result"]:
-                messages.append(
-                    {"role": "assistant", "content": "I have processed the tool results."}
-                )
+            if last_was_tool and compat.requires_assistant_after_tool_result:
+                messages.append(Message("assistant", "I have processed the tool results."))
             if isinstance(message.content, str):
-                messages.append({"role": "user", "content": message.content})
+                messages.append(Message("user", message.content))
             elif message.content:
-                messages.append({"role": "user", "content": _parts(message.content)})
+                messages.append(Message("user", _parts(message.content)))
         else:
             built = _assistant(message, model, compat)
             if built is not None:
                 messages.append(built)
         last_was_tool = False
     if pending_images:
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {"type": "text", "text": "Attached image(s) from tool result:"},
-                    *pending_images,
-                ],
-            }
-        )
-    body: dict[str, Any] = {"model": model.id, "messages": messages, "stream": True}
-    if compat["supports_usage_in_streaming"]:
-        body["stream_options"] = {"include_usage": True}
-    if compat["supports_store"]:
-        body["store"] = False
-    body[compat["max_tokens_field"]] = output_cap(ctx, model, options.max_tokens)
-    if options.temperature is not None:
-        body["temperature"] = options.temperature
-    if ctx.tools:
-        tools = []
-        for tool in ctx.tools:
-            fn: dict[str, Any] = dict(tool)
-            if compat["supports_strict_mode"]:
-                fn["strict"] = False
-            tools.append({"type": "function", "function": fn})
-        body["tools"] = tools
-    elif any(
+        messages.append(_attached(pending_images))
+    tool_history = any(
         isinstance(m, NToolResult)
         or (isinstance(m, NAssistant) and any(isinstance(p, NToolCall) for p in m.content))
         for m in prepared
-    ):
-        body["tools"] = []
+    )
+    return messages, tool_history
+
+
+def build_completions_request(
+    model: ModelDescriptor, ctx: NContext, options: RequestOptions
+) -> BuiltRequest:
+    """The Chat Completions request for `model` (no credentials: the adapter adds auth)."""
+    compat = completions_compat(model)
+    messages, tool_history = _messages(ctx, model, compat)
+    body = Body(model=model.id, messages=messages)
+    if compat.supports_usage_in_streaming:
+        body.stream_options = _INCLUDE_USAGE
+    if compat.supports_store:
+        body.store = False
+    cap = output_cap(ctx, model, options.max_tokens)
+    if compat.max_tokens_field == "max_tokens":
+        body.max_tokens = cap
+    else:
+        body.max_completion_tokens = cap
+    if options.temperature is not None:
+        body.temperature = options.temperature
+    if ctx.tools:
+        strict = False if compat.supports_strict_mode else UNSET
+        body.tools = [
+            ToolSpec(FunctionSpec(t.name, t.description, t.parameters, strict)) for t in ctx.tools
+        ]
+    elif tool_history:
+        body.tools = []
     _reasoning_fields(model, compat, options.effort, body)
     retention = options.cache_retention or "short"
     if options.session_id and (
         ("api.openai.com" in model.base_url and retention != "none")
-        or (retention == "long" and compat["supports_long_cache_retention"])
+        or (retention == "long" and compat.supports_long_cache_retention)
     ):
-        body["prompt_cache_key"] = options.session_id[:64]
+        body.prompt_cache_key = options.session_id[:64]
         if retention == "long":
-            body["prompt_cache_retention"] = "24h"
+            body.prompt_cache_retention = "24h"
     return BuiltRequest(
         url=join_url(model.base_url, "/chat/completions"),
         headers={"Accept": "text/event-stream"},

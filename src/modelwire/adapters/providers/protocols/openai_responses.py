@@ -1,29 +1,54 @@
-"""`openai-responses` request builder: `POST {base_url}/responses` (spec §4.4, §1.6)."""
+"""`openai-responses` request builder: `POST {base_url}/responses` (spec §4.4, §1.6).
+
+The body is a tree of msgspec structs (`responses_body`): field order is key order and UNSET
+fields are omitted.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
+from ..compat import overlay
 from ..context import NAssistant, NContext, NImage, NText, NThinking, NToolCall, NToolResult, NUser
 from ..materialize import ModelDescriptor
-from .request import BuiltRequest, RequestOptions, join_url, safe_tool_id
+from .request import BuiltRequest, Reasoning, RequestOptions, join_url, safe_tool_id
+from .responses_body import (
+    INCLUDE_ENCRYPTED,
+    Body,
+    FunctionCall,
+    FunctionOutput,
+    InputImage,
+    InputPart,
+    InputText,
+    Item,
+    OutputMessage,
+    OutputText,
+    ResponsesCompat,
+    Role,
+    TextSignature,
+    ToolSpec,
+)
 from .transform import output_cap, prepare_messages
 
-__all__ = ["build_responses_request"]
+__all__ = ["build_responses_request", "responses_compat"]
+
+_TEXT_SIGNATURE = msgspec.json.Decoder(TextSignature)
+_DEFAULTS = ResponsesCompat()
 
 
-def _user_parts(content: tuple[NText | NImage, ...]) -> list[dict[str, Any]]:
+def responses_compat(model: ModelDescriptor) -> ResponsesCompat:
+    """Effective switches: the model's configured compat over the Responses defaults."""
+    return overlay(_DEFAULTS, model.compat)
+
+
+def _user_parts(content: tuple[NText | NImage, ...]) -> list[InputPart]:
     return [
-        {"type": "input_text", "text": p.text}
+        InputText(p.text)
         if isinstance(p, NText)
-        else {
-            "type": "input_image",
-            "detail": "auto",
-            "image_url": f"data:{p.mime};base64,{p.data}",
-        }
+        else InputImage(image_url=f"data:{p.mime};base64,{p.data}")
         for p in content
     ]
 
@@ -35,52 +60,54 @@ def _normalize(raw: str) -> str:
     return f"{call_id}|{item_id}" if item_id.startswith("fc") else call_id
 
 
-def _assistant(message: NAssistant, n: int, model: ModelDescriptor) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
+def _message_item(part: NText, n: int, k: int) -> OutputMessage:
+    msg_id: str | None = None
+    phase: object = None
+    if part.signature:
+        try:
+            sig = _TEXT_SIGNATURE.decode(part.signature)
+        except msgspec.DecodeError:  # not an object of that shape
+            pass
+        else:
+            msg_id, phase = sig.id, sig.phase
+    if not msg_id:
+        msg_id = f"msg_pi_{n}" + (f"_{k}" if k else "")
+    elif len(msg_id) > 64:
+        msg_id = "msg_" + hashlib.sha256(msg_id.encode()).hexdigest()[:32]
+    return OutputMessage(
+        id=msg_id, content=[OutputText(part.text)], phase=UNSET if phase is None else phase
+    )
+
+
+def _assistant(message: NAssistant, n: int, model: ModelDescriptor) -> list[Item]:
+    items: list[Item] = []
     same_provider = message.provider == model.provider and message.api == model.api
     other_model = same_provider and message.model != model.id
     for k, part in enumerate(message.content):
         if isinstance(part, NThinking):
-            if part.signature:
+            if part.signature:  # the stored reasoning item, re-sent as it was decoded
                 try:
-                    items.append(msgspec.json.decode(part.signature))
+                    items.append(
+                        msgspec.Raw(msgspec.json.encode(msgspec.json.decode(part.signature)))
+                    )
                 except msgspec.DecodeError:
                     continue
         elif isinstance(part, NText):
-            msg_id: str | None = None
-            phase = None
-            if part.signature:
-                try:
-                    sig = msgspec.json.decode(part.signature)
-                    msg_id, phase = sig.get("id"), sig.get("phase")
-                except (msgspec.DecodeError, AttributeError):
-                    msg_id = None
-            if not msg_id:
-                msg_id = f"msg_pi_{n}" + (f"_{k}" if k else "")
-            elif len(msg_id) > 64:
-                msg_id = "msg_" + hashlib.sha256(msg_id.encode()).hexdigest()[:32]
-            item: dict[str, Any] = {
-                "type": "message",
-                "role": "assistant",
-                "status": "completed",
-                "id": msg_id,
-                "content": [{"type": "output_text", "text": part.text, "annotations": []}],
-            }
-            if phase is not None:
-                item["phase"] = phase
-            items.append(item)
+            items.append(_message_item(part, n, k))
         elif isinstance(part, NToolCall):
             call_id, _, item_id = part.id.partition("|")
-            call: dict[str, Any] = {"type": "function_call", "call_id": call_id}
-            if item_id.startswith("fc_") and not other_model:
-                call["id"] = item_id
-            call["name"] = part.name
-            call["arguments"] = msgspec.json.encode(part.arguments).decode()
-            items.append(call)
+            items.append(
+                FunctionCall(
+                    call_id=call_id,
+                    id=item_id if item_id.startswith("fc_") and not other_model else UNSET,
+                    name=part.name,
+                    arguments=msgspec.json.encode(part.arguments).decode(),
+                )
+            )
     return items
 
 
-def _effort(model: ModelDescriptor, effort: str | None, body: dict[str, Any]) -> None:
+def _effort(model: ModelDescriptor, effort: str | None, body: Body) -> None:
     if not model.reasoning:
         return
     level_map = model.thinking_level_map or {}
@@ -88,67 +115,57 @@ def _effort(model: ModelDescriptor, effort: str | None, body: dict[str, Any]) ->
         if "off" in level_map and level_map["off"] is None:
             return
         off = level_map.get("off")
-        body["reasoning"] = {"effort": off if isinstance(off, str) else "none"}
+        body.reasoning = Reasoning(effort=off if isinstance(off, str) else "none")
         return
-    wire = level_map.get(effort) or effort
-    body["reasoning"] = {"effort": wire, "summary": "auto"}
-    body["include"] = ["reasoning.encrypted_content"]
+    body.reasoning = Reasoning(effort=level_map.get(effort) or effort, summary="auto")
+    body.include = INCLUDE_ENCRYPTED
+
+
+def _tool_output(message: NToolResult, model: ModelDescriptor) -> FunctionOutput:
+    call_id = message.tool_call_id.partition("|")[0]
+    texts = [p.text for p in message.content if isinstance(p, NText)]
+    images = [p for p in message.content if isinstance(p, NImage)]
+    if images and "image" in model.input:
+        return FunctionOutput(call_id, _user_parts(message.content))
+    text = "\n".join(texts) if texts else ("(see attached image)" if images else "(no tool output)")
+    return FunctionOutput(call_id, text)
 
 
 def build_responses_request(
     model: ModelDescriptor, ctx: NContext, options: RequestOptions
 ) -> BuiltRequest:
     """The Responses API request for `model` (no credentials: the adapter adds auth)."""
-    compat = model.compat
+    compat = responses_compat(model)
     prepared = prepare_messages(ctx, model, _normalize)
-    items: list[dict[str, Any]] = []
+    items: list[Item] = []
     if ctx.system is not None:
-        developer = model.reasoning and compat.get("supports_developer_role", True) is not False
-        items.append({"role": "developer" if developer else "system", "content": ctx.system})
+        developer = model.reasoning and compat.supports_developer_role
+        items.append(Role("developer" if developer else "system", ctx.system))
     for n, message in enumerate(prepared):
         if isinstance(message, NUser):
             content = message.content
             parts = (NText(content),) if isinstance(content, str) else content
             if parts:
-                items.append({"role": "user", "content": _user_parts(parts)})
+                items.append(Role("user", _user_parts(parts)))
         elif isinstance(message, NAssistant):
             items.extend(_assistant(message, n, model))
         else:
             items.append(_tool_output(message, model))
-    body: dict[str, Any] = {"model": model.id, "input": items, "stream": True, "store": False}
+    body = Body(model=model.id, input=items)
     retention = options.cache_retention or "short"
     if options.session_id and retention != "none":
-        body["prompt_cache_key"] = options.session_id[:64]
-        if retention == "long" and compat.get("supports_long_cache_retention", True):
-            body["prompt_cache_retention"] = "24h"
-    body["max_output_tokens"] = max(output_cap(ctx, model, options.max_tokens), 16)
+        body.prompt_cache_key = options.session_id[:64]
+        if retention == "long" and compat.supports_long_cache_retention:
+            body.prompt_cache_retention = "24h"
+    body.max_output_tokens = max(output_cap(ctx, model, options.max_tokens), 16)
     if options.temperature is not None:
-        body["temperature"] = options.temperature
+        body.temperature = options.temperature
     if ctx.tools:
-        strict = compat.get("supports_strict_mode", False)
-        body["tools"] = [
-            {"type": "function", **dict(t), **({"strict": False} if strict else {})}
-            for t in ctx.tools
-        ]
+        strict = False if compat.supports_strict_mode else UNSET
+        body.tools = [ToolSpec(t.name, t.description, t.parameters, strict) for t in ctx.tools]
     _effort(model, options.effort, body)
     return BuiltRequest(
         url=join_url(model.base_url, "/responses"),
         headers={"Accept": "text/event-stream"},
         body=msgspec.json.encode(body),
     )
-
-
-def _tool_output(message: NToolResult, model: ModelDescriptor) -> dict[str, Any]:
-    call_id = message.tool_call_id.partition("|")[0]
-    texts = [p.text for p in message.content if isinstance(p, NText)]
-    images = [p for p in message.content if isinstance(p, NImage)]
-    output: Any
-    if images and "image" in model.input:
-        output = _user_parts(message.content)
-    else:
-        output = (
-            "\n".join(texts)
-            if texts
-            else ("(see attached image)" if images else "(no tool output)")
-        )
-    return {"type": "function_call_output", "call_id": call_id, "output": output}

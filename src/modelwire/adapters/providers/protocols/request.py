@@ -1,14 +1,30 @@
-"""The request-time knobs every builder reads, and the request it returns."""
+"""The request-time knobs every builder reads, the request it returns, and the body fragments
+more than one protocol sends (msgspec structs: UNSET fields are omitted, field order is the
+body's key order)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
-__all__ = ["BuiltRequest", "RequestOptions", "join_url", "safe_tool_id"]
+__all__ = [
+    "BuiltRequest",
+    "CacheRetention",
+    "OffWire",
+    "Reasoning",
+    "RequestOptions",
+    "Thinking",
+    "join_url",
+    "off_wire",
+    "safe_tool_id",
+]
+
+CacheRetention: TypeAlias = Literal["none", "short", "long"]
+"""Prompt-cache retention of a route (None = the provider's default, `short`)."""
 
 
 class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -18,8 +34,34 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     temperature: float | None = None
     max_tokens: int | None = None
     session_id: str | None = None
-    cache_retention: str | None = None
+    cache_retention: CacheRetention | None = None
     thinking_budgets: Mapping[str, int] | None = None
+
+
+class Thinking(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``thinking`` object (Chat Completions dialects, Anthropic)."""
+
+    type: str
+    clear_thinking: bool | UnsetType = UNSET
+    budget_tokens: int | UnsetType = UNSET
+    display: str | UnsetType = UNSET
+
+
+class Reasoning(msgspec.Struct, frozen=True, kw_only=True):
+    """A ``reasoning`` object (OpenRouter, Together, ant-ling, Responses)."""
+
+    effort: str | UnsetType = UNSET
+    summary: str | UnsetType = UNSET
+    enabled: bool | UnsetType = UNSET
+
+
+OffWire: TypeAlias = str | UnsetType | None
+"""What a level map says for ``off``: a wire string, None (declared, no value) or UNSET (absent)."""
+
+
+def off_wire(level_map: Mapping[str, str | None]) -> OffWire:
+    """The ``off`` entry of `level_map`, UNSET when the map does not mention ``off``."""
+    return level_map.get("off", UNSET)
 
 
 class BuiltRequest(msgspec.Struct, frozen=True, kw_only=True):

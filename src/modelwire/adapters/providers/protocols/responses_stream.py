@@ -110,24 +110,19 @@ def _ITEM(raw: msgspec.Raw | bytes) -> _Item:
 class ResponsesTranslator:
     """Folds Responses API stream events into chunks; `end()` emits usage and finish."""
 
-    __slots__ = ("_blocks", "_done", "_record", "_unencrypted")
+    __slots__ = ("_blocks", "_record", "_unencrypted", "done")
 
     def __init__(self, record: ResponseRecord) -> None:
         self._record = record
         self._blocks: dict[int, BlockRecord] = {}
-        self._done = False
+        self.done = False  # a terminal event arrived: the response is complete, stop reading
         # reasoning items whose output_item.done lacked encrypted_content, by item id
         self._unencrypted: dict[str, BlockRecord] = {}
-
-    @property
-    def done(self) -> bool:
-        """A terminal response event arrived: the response is complete, stop reading."""
-        return self._done
 
     def feed(self, event: SseEvent, out: list[StreamChunk]) -> None:
         """Translate one SSE event, appending its chunks to `out`."""
         data = event.data
-        if not data or data == "[DONE]" or self._done:
+        if not data or data == "[DONE]" or self.done:
             return
         try:
             ev = _DECODE(data)
@@ -232,7 +227,7 @@ class ResponsesTranslator:
 
     def _terminal(self, kind: str, response: _Response | None) -> None:
         record = self._record
-        self._done = True
+        self.done = True
         if response is None:
             return
         if response.id:
@@ -293,7 +288,7 @@ class ResponsesTranslator:
         """The stream ended: usage and finish (an error when no terminal event came)."""
         end_stream(
             self._record,
-            self._done,
+            self.done,
             "OpenAI Responses stream ended before a terminal response event",
             out,
         )

@@ -1,0 +1,122 @@
+"""The Responses API request body as msgspec structs (spec §4.4), and its effective switches.
+
+Field order is the JSON key order and UNSET fields are omitted; a ``type`` tag is always the
+first key of its object.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, TypeAlias
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from .request import Reasoning
+
+__all__ = [
+    "INCLUDE_ENCRYPTED",
+    "Body",
+    "FunctionCall",
+    "FunctionOutput",
+    "InputImage",
+    "InputPart",
+    "InputText",
+    "Item",
+    "OutputMessage",
+    "OutputText",
+    "ResponsesCompat",
+    "Role",
+    "TextSignature",
+    "ToolSpec",
+]
+
+INCLUDE_ENCRYPTED: Final = ["reasoning.encrypted_content"]
+"""`include` whenever an effort is sent: reasoning items come back replayable."""
+
+
+class ResponsesCompat(msgspec.Struct, frozen=True, kw_only=True):
+    """The effective switches of one Responses model (pi-ai's defaults, configured over)."""
+
+    supports_developer_role: bool = True
+    supports_long_cache_retention: bool = True
+    supports_strict_mode: bool = False
+
+
+class TextSignature(msgspec.Struct, frozen=True):
+    """A text block's replay signature ``{"v":1,"id":<item id>,"phase"?}``."""
+
+    id: str | None = None
+    phase: object = None  # sent back as it came
+
+
+class InputText(msgspec.Struct, frozen=True, tag_field="type", tag="input_text"):
+    text: str
+
+
+class InputImage(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="input_image"):
+    detail: str = "auto"
+    image_url: str
+
+
+InputPart: TypeAlias = InputText | InputImage
+
+
+class Role(msgspec.Struct, frozen=True):
+    """A system, developer or user input item."""
+
+    role: str
+    content: str | list[InputPart]
+
+
+class OutputText(msgspec.Struct, frozen=True, tag_field="type", tag="output_text"):
+    text: str
+    annotations: tuple[()] = ()
+
+
+class OutputMessage(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="message"):
+    role: Literal["assistant"] = "assistant"
+    status: Literal["completed"] = "completed"
+    id: str
+    content: list[OutputText]
+    phase: object = UNSET  # the text signature's phase, sent back as it came
+
+
+class FunctionCall(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="function_call"
+):
+    call_id: str
+    id: str | UnsetType = UNSET
+    name: str
+    arguments: str
+
+
+class FunctionOutput(msgspec.Struct, frozen=True, tag_field="type", tag="function_call_output"):
+    call_id: str
+    output: str | list[InputPart]
+
+
+Item: TypeAlias = Role | OutputMessage | FunctionCall | FunctionOutput | msgspec.Raw
+"""One `input` item (a replayed reasoning item is the stored JSON)."""
+
+
+class ToolSpec(msgspec.Struct, frozen=True, tag_field="type", tag="function"):
+    name: str
+    description: str
+    parameters: object  # the tool's JSON Schema, sent as given
+    strict: bool | UnsetType = UNSET
+
+
+class Body(msgspec.Struct, kw_only=True):
+    """The request body; the builder sets the optional fields."""
+
+    model: str
+    input: list[Item]
+    stream: bool = True
+    store: bool = False
+    prompt_cache_key: str | UnsetType = UNSET
+    prompt_cache_retention: str | UnsetType = UNSET
+    max_output_tokens: int = 16
+    temperature: float | UnsetType = UNSET
+    tools: list[ToolSpec] | UnsetType = UNSET
+    reasoning: Reasoning | UnsetType = UNSET
+    include: list[str] | UnsetType = UNSET

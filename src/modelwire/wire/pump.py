@@ -1,0 +1,138 @@
+"""The one stream pump every HTTP adapter uses: body reads → SSE events → `Translator` → chunks.
+
+A read is framed into events (`SseDecoder`) and each event is fed to the protocol's translator;
+the chunks a read produced are handed on *before* any failure raised while framing or
+translating that read (a good event followed by a malformed one in the same read still delivers
+the good event's chunks), so the chunk sequence never depends on how TCP split the body. Once
+the translator is `done` (its protocol's end marker arrived) nothing more is read; at the end of
+the body the framer is closed and `Translator.end` runs, appending the closing chunks or raising
+the end-of-stream failure, again after the chunks it already produced.
+
+`pump_sse` is the adapter's own async generator (no extra generator hop per chunk): it awaits
+`open_stream()` on the first `__anext__` (so every check an adapter makes before I/O still raises
+from iteration, never from `stream()` itself), owns the reads from then on and closes them, and
+the idle watchdog with them, however the stream ends. `translate_reads` is the same pump over
+reads already in memory (no I/O).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
+from typing import NamedTuple, Protocol
+
+from ..errors import LlmError
+from ..vocab import StreamChunk
+from .sse import SseDecoder, SseEvent
+from .watchdog import IdleWatchdog
+
+__all__ = ["StreamSource", "Translator", "pump_sse", "translate_reads"]
+
+
+class Translator(Protocol):
+    """A protocol's streaming translator: `feed` events until `done`, then `end` once.
+
+    `done` turns True once the protocol's end marker arrived (``[DONE]``, ``message_stop``, a
+    terminal ``response.*`` event, an in-band error that ends the stream): the response is
+    complete and nothing after it is read. `end` is called exactly once, whether the body
+    ended or `done` came first; it appends the closing chunks (block ends, usage, finish) still
+    owed, or raises the protocol's end-of-stream failure.
+    """
+
+    @property
+    def done(self) -> bool:
+        """The response is complete: stop reading."""
+
+    def feed(self, event: SseEvent, out: list[StreamChunk]) -> None:
+        """Translate one event, appending its chunks to `out` (raises on a malformed event)."""
+
+    def end(self, out: list[StreamChunk]) -> None:
+        """The stream is over: append the closing chunks to `out`, or raise."""
+
+
+class StreamSource(NamedTuple):
+    """What an adapter's opener hands the pump: the body reads, their translator and the idle
+    watchdog guarding the reads (closed by the pump when the stream ends)."""
+
+    reads: AsyncGenerator[bytes, None]
+    translator: Translator
+    watchdog: IdleWatchdog | None = None
+
+
+async def pump_sse(
+    open_stream: Callable[[], Awaitable[StreamSource]],
+    *,
+    map_error: Callable[[LlmError], LlmError] | None = None,
+) -> AsyncGenerator[StreamChunk, None]:
+    """Stream the chunks of one response: `open_stream()` (checks, then the request's reads),
+    then read by read through one `SseDecoder` and the source's translator.
+
+    An `LlmError` raised once the reads began (transport, status, framing, translation, end of
+    stream) passes through `map_error` when given (e.g. to reclassify an HTTP error by its
+    text); a different error it returns is raised with the original as its cause.
+    """
+    reads, translator, watchdog = await open_stream()
+    decoder = SseDecoder()
+    feed = translator.feed
+    out: list[StreamChunk] = []
+    failure: Exception | None = None
+    try:
+        async for data in reads:
+            try:
+                for event in decoder.feed(data):
+                    feed(event, out)
+                    if translator.done:
+                        break
+            except Exception as exc:  # deliver this read's chunks first, then fail
+                failure = exc
+            if out:
+                for chunk in out:
+                    yield chunk
+                out.clear()
+            if failure is not None:
+                raise failure
+            if translator.done:
+                break  # complete: never wait on (or read) bytes after the end marker
+        try:
+            _finish(decoder, translator, out)
+        except Exception as exc:
+            failure = exc
+        for chunk in out:
+            yield chunk
+        if failure is not None:
+            raise failure
+    except LlmError as exc:
+        if map_error is None:
+            raise
+        mapped = map_error(exc)
+        if mapped is exc:
+            raise
+        raise mapped from exc
+    finally:
+        if watchdog is not None:
+            watchdog.close()
+        await reads.aclose()
+
+
+def translate_reads(reads: Iterable[bytes], translator: Translator, out: list[StreamChunk]) -> None:
+    """The pump over reads in memory: append every chunk to `out`; a failure is raised at once
+    (`out` then holds every chunk produced before it, as `pump_sse` would have delivered)."""
+    decoder = SseDecoder()
+    feed = translator.feed
+    for data in reads:
+        for event in decoder.feed(data):
+            feed(event, out)
+            if translator.done:
+                break
+        if translator.done:
+            break
+    _finish(decoder, translator, out)
+
+
+def _finish(decoder: SseDecoder, translator: Translator, out: list[StreamChunk]) -> None:
+    """The body ended or the translator is done: flush the framer (unless done), then `end`."""
+    if not translator.done:
+        for event in decoder.close():
+            translator.feed(event, out)
+            if translator.done:
+                break
+    translator.end(out)
