@@ -141,16 +141,16 @@ def _middleware(
         texts: list[str] | None = [] if tools.capture_content else None
         try:
             async for chunk in call_next():
-                kind = type(chunk)
-                if kind is UsageChunk:
-                    usage = chunk.usage  # type: ignore[attr-defined]
-                elif kind is Finish:
-                    span.set_attributes(_finish_attributes(chunk))  # type: ignore[arg-type]
-                    reason = chunk.reason  # type: ignore[attr-defined]
+                if type(chunk) is TextDelta:
+                    if texts is not None:
+                        texts.append(chunk.text)
+                elif type(chunk) is UsageChunk:
+                    usage = chunk.usage
+                elif type(chunk) is Finish:
+                    span.set_attributes(_finish_attributes(chunk))
+                    reason = chunk.reason
                     if isinstance(reason, (Error, Aborted)):
                         error = reason.failure.code
-                elif texts is not None and kind is TextDelta:
-                    texts.append(chunk.text)  # type: ignore[attr-defined]
                 yield chunk
         except BaseException as exc:
             error = error or type(exc).__name__
