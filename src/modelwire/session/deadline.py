@@ -4,10 +4,11 @@ reported as `LOG_UNAVAILABLE`, never waited for forever."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from ..errors import ErrorCode, HarnessError
+from ..vocab.typing import Coro
 
 __all__ = ["Stalled", "within"]
 
@@ -19,7 +20,7 @@ class Stalled(HarnessError):
 
 
 async def within(
-    awaitable: Coroutine[Any, Any, _T],
+    awaitable: Coro[_T],
     timeout_s: float,
     *,
     where: str,
@@ -47,6 +48,6 @@ async def within(
     )
 
 
-def _retrieve(task: asyncio.Task[Any]) -> None:
+def _retrieve(task: asyncio.Future[_T]) -> None:
     if not task.cancelled():
         task.exception()

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import asyncio
 from abc import abstractmethod
-from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, TypeAlias, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeAlias, TypeVar
 
 from ..errors import ErrorCode, HarnessError
+from ..vocab.typing import Coro
 from .deadline import Stalled, within
 from .log import Row, SessionInfo, SessionLog, StoredRow, stale_write
 
@@ -67,7 +68,7 @@ class GroupCommitLog(SessionLog):
         self._broken: HarnessError | None = None
         self._generation = 0
         self._timer: asyncio.TimerHandle | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Task[object]] = set()
 
     # ---- backend hooks -----------------------------------------------------------------------
 
@@ -126,7 +127,7 @@ class GroupCommitLog(SessionLog):
     def _abandon(self) -> None:
         """Drop the connection at once, without waiting for the server (after a stall)."""
 
-    async def _bounded(self, awaitable: Coroutine[Any, Any, _T], action: str) -> _T:
+    async def _bounded(self, awaitable: Coro[_T], action: str) -> _T:
         """One storage operation under the client-side deadline `io_timeout_s`, if set."""
         if self._io_timeout is None:
             return await awaitable
@@ -249,7 +250,7 @@ class GroupCommitLog(SessionLog):
         loop = asyncio.get_running_loop()
         self._timer = loop.call_later(self._commit_interval, self._on_timer, generation)
 
-    async def _guard(self, awaitable: Coroutine[Any, Any, _T], action: str) -> _T:
+    async def _guard(self, awaitable: Coro[_T], action: str) -> _T:
         """Run a transaction step; on failure roll back and, if seqs were handed out, break."""
         try:
             return await self._bounded(awaitable, action)
@@ -304,7 +305,7 @@ class GroupCommitLog(SessionLog):
             rows, self._pending = self._pending, []
             await self._guard(self._tx_write(rows), "write")
 
-    async def _read(self, query: Callable[..., Coroutine[Any, Any, _T]], *args: Any) -> _T:
+    async def _read(self, query: Callable[..., Coro[_T]], *args: object) -> _T:
         self._check_usable()
         if self._txn_open:
             await self._write_pending()  # read-your-writes: the open transaction sees its rows
@@ -322,9 +323,7 @@ class GroupCommitLog(SessionLog):
                 await self._abort(error)
             raise error from exc
 
-    async def _locked(
-        self, fn: Callable[..., Coroutine[Any, Any, _T]], *args: Any, **kw: Any
-    ) -> _T:
+    async def _locked(self, fn: Callable[..., Coro[_T]], *args: object, **kw: object) -> _T:
         async with self._gate:
             return await fn(*args, **kw)
 
@@ -357,7 +356,7 @@ class GroupCommitLog(SessionLog):
         if self._broken is not None:
             raise self._broken
 
-    async def _shielded(self, coro: Coroutine[Any, Any, _T]) -> _T:
+    async def _shielded(self, coro: Coro[_T]) -> _T:
         """Run a storage operation to completion even if the caller is cancelled meanwhile."""
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
@@ -366,7 +365,7 @@ class GroupCommitLog(SessionLog):
         return await asyncio.shield(task)
 
 
-def _retrieve(task: asyncio.Task[Any]) -> None:
+def _retrieve(task: asyncio.Task[object]) -> None:
     if not task.cancelled():
         task.exception()
 

@@ -14,7 +14,8 @@ every earlier batch durable. Error messages name host, port and database, never 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, Self
+from types import ModuleType
+from typing import TYPE_CHECKING, Final, Self
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ErrorCode, HarnessError
@@ -24,6 +25,7 @@ from .urls import redact_url, url_secrets
 
 if TYPE_CHECKING:
     import psycopg
+    from psycopg.rows import TupleRow
 
 __all__ = ["LOCK_NAMESPACE", "PostgresLog", "describe_postgres_url"]
 
@@ -60,7 +62,7 @@ _UPSERT_SESSION: Final = (
 )
 
 
-def _import_psycopg() -> Any:
+def _import_psycopg() -> ModuleType:
     try:
         import psycopg
     except ImportError as exc:
@@ -116,8 +118,8 @@ class PostgresLog(GroupCommitLog):
         self._secrets = url_secrets(url)  # parsed or not: a driver message may quote the URL
         self._connect_timeout_s = connect_timeout_s
         self._lock_timeout_ms = lock_timeout_ms
-        self._psycopg: Any = None
-        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._psycopg: ModuleType | None = None
+        self._conn: psycopg.AsyncConnection[TupleRow] | None = None
 
     @classmethod
     async def open(
@@ -180,8 +182,13 @@ class PostgresLog(GroupCommitLog):
         text = self._scrub(str(exc).strip()) or type(exc).__name__
         return HarnessError(f"PostgreSQL session log {self._where}: cannot {action}: {text}", code)
 
+    @property
+    def _pg(self) -> ModuleType:
+        assert self._psycopg is not None, "open() imports psycopg before any query"
+        return self._psycopg
+
     async def _connect(self) -> None:
-        psycopg = self._psycopg
+        psycopg = self._pg
         try:
             conn = await psycopg.AsyncConnection.connect(
                 self._url, autocommit=True, connect_timeout=max(1, int(self._connect_timeout_s))
@@ -200,7 +207,7 @@ class PostgresLog(GroupCommitLog):
         if conn is not None:
             conn.pgconn.finish()  # close the socket now: a stalled server is not waited for
 
-    async def _db(self) -> psycopg.AsyncConnection[Any]:
+    async def _db(self) -> psycopg.AsyncConnection[TupleRow]:
         """The connection, reconnecting once if it broke while no transaction was open."""
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
@@ -230,7 +237,7 @@ class PostgresLog(GroupCommitLog):
                     "SELECT value FROM modelwire_meta WHERE key = 'schema_version'"
                 )
                 row = await cur.fetchone()
-        except self._psycopg.Error as exc:
+        except self._pg.Error as exc:
             raise self._storage_error(exc, "create or check the schema") from None
         if row is None or row[0] != SCHEMA_VERSION:
             found = "none" if row is None else repr(row[0])

@@ -61,7 +61,9 @@ def _otel() -> Any | None:  # Any: the optional dependency is typed only when in
 class _Instruments:
     """The tracer and the two histograms of one instrumented runtime."""
 
-    def __init__(self, tracer_provider: Any, meter_provider: Any, capture_content: bool) -> None:
+    def __init__(
+        self, tracer_provider: object, meter_provider: object, capture_content: bool
+    ) -> None:
         loaded = _otel()
         assert loaded is not None
         trace, metrics = loaded

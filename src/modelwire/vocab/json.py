@@ -18,11 +18,11 @@ __all__ = [
     "thaw_json",
 ]
 
-JsonValue: TypeAlias = Any
+JsonValue: TypeAlias = Any  # Any: JSON is recursive and open; msgspec validates the shape
 """A lossless JSON value; after `freeze_json`, objects are `FrozenDict` and arrays are tuples."""
 
 
-class FrozenDict(dict[str, Any]):
+class FrozenDict(dict[str, JsonValue]):
     """A `dict` that refuses mutation and hashes by content; msgspec encodes it as a JSON object."""
 
     __slots__ = ()
@@ -107,16 +107,16 @@ def _is_frozen(value: object) -> bool:
     return True
 
 
-def thaw_json(value: JsonValue) -> Any:
+def thaw_json(value: JsonValue) -> JsonValue:
     """Return a plain mutable copy (dicts and lists) of a frozen JSON value (iterative)."""
     if isinstance(value, _SCALARS):
         return value
-    root: list[Any] = [None]
-    stack: list[tuple[object, Any, Any]] = [(value, root, 0)]
+    root: list[JsonValue] = [None]
+    stack: list[tuple[object, JsonValue, int | str]] = [(value, root, 0)]
     while stack:
         item, parent, key = stack.pop()
         if isinstance(item, Mapping):
-            out: Any = {}
+            out: JsonValue = {}
             for k, v in item.items():
                 out[k] = None
                 stack.append((v, out, k))
