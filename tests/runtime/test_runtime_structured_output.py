@@ -51,10 +51,17 @@ ADD = ToolSchema("add", "Add", {"type": "object"})
 class Answering(LlmAdapter):
     """Answers `text` as one text block; advertises the given structured-output support."""
 
-    def __init__(self, text: str, support: Any = "emulated", tool_choice: bool | None = True):
+    def __init__(
+        self,
+        text: str,
+        support: Any = "emulated",
+        tool_choice: bool | None = True,
+        parallel: bool | None = True,
+    ):
         self.text = text
         self.support = support
         self.tool_choice = tool_choice
+        self.parallel = parallel
         self.calls = 0
 
     async def resolve_model(self, provider: str, model: str) -> ResolvedModelInfo:
@@ -64,6 +71,7 @@ class Answering(LlmAdapter):
             name=model,
             structured_output=self.support,
             tool_choice=self.tool_choice,
+            parallel_tool_calls=self.parallel,
         )
 
     async def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
@@ -175,7 +183,7 @@ async def test_malformed_answer_shape_options_are_invalid_option_before_any_call
             {"tool_choice": "auto", "tools": (ADD,)},
             "tool_choice",
         ),
-        (Answering("{}", tool_choice=False), {"parallel_tool_calls": False}, "parallel_tool_calls"),
+        (Answering("{}", parallel=False), {"parallel_tool_calls": False}, "parallel_tool_calls"),
     ],
 )
 async def test_an_option_the_route_does_not_advertise_is_unsupported_before_any_call(

@@ -143,8 +143,10 @@ def check_model_info(route: str, model: str, info: ResolvedModelInfo) -> Resolve
             f"got {support!r}",
         )
     choice: object = getattr(info, "tool_choice", None)
-    if choice is not None and not isinstance(choice, bool):
-        raise _fail(bad_info, route, model, f"tool_choice must be a bool or None, got {choice!r}")
+    parallel: object = getattr(info, "parallel_tool_calls", None)
+    for field, flag in (("tool_choice", choice), ("parallel_tool_calls", parallel)):
+        if flag is not None and not isinstance(flag, bool):
+            raise _fail(bad_info, route, model, f"{field} must be a bool or None, got {flag!r}")
     assert isinstance(name, str)
     return ResolvedModelInfo(
         provider=route,
@@ -156,7 +158,8 @@ def check_model_info(route: str, model: str, info: ResolvedModelInfo) -> Resolve
         default_max_tokens=None if cap is None else int(cap),  # type: ignore[call-overload]
         reasoning=reasoning,
         structured_output=support,  # type: ignore[arg-type]  # checked against _SUPPORT above
-        tool_choice=choice,
+        tool_choice=choice,  # type: ignore[arg-type]  # checked above
+        parallel_tool_calls=parallel,  # type: ignore[arg-type]  # checked above
     )
 
 

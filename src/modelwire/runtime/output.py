@@ -151,11 +151,10 @@ def unsupported_option(options: GenerateOptions, info: ResolvedModelInfo) -> str
     """The option the route cannot honour according to its advertised model info, or None."""
     if options.output is not None and info.structured_output is None:
         return "output (structured output)"
-    if info.tool_choice is not True:
-        if options.tool_choice is not None:
-            return "tool_choice"
-        if options.parallel_tool_calls is not None:
-            return "parallel_tool_calls"
+    if options.tool_choice is not None and info.tool_choice is not True:
+        return "tool_choice"
+    if options.parallel_tool_calls is not None and info.parallel_tool_calls is not True:
+        return "parallel_tool_calls"
     return None
 
 

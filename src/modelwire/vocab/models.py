@@ -84,7 +84,9 @@ class ResolvedModelInfo(msgspec.Struct, frozen=True, omit_defaults=True, kw_only
     (`native-strict`), guarantees JSON only (`native-json`), or modelwire asks for it in the
     prompt (`emulated`); None: not offered (a request with `output` is refused)."""
     tool_choice: bool | None = None
-    """Whether the route can express `tool_choice` / `parallel_tool_calls` (None: not offered)."""
+    """Whether the route can express `tool_choice` (None or False: not offered)."""
+    parallel_tool_calls: bool | None = None
+    """Whether the route can express `parallel_tool_calls` (None or False: not offered)."""
 
 
 class ConfigurableProvider(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):

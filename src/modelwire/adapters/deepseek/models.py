@@ -301,6 +301,9 @@ def resolve_model_info(config: DeepSeekConfig, provider: str, model: str) -> Res
         context=ModelContext(entry.context_window or config.default_context_window),
         default_max_tokens=entry.max_tokens or config.max_tokens,
         reasoning=published_reasoning(config),
+        structured_output="native-json",  # JSON mode, no schema mode: the runtime validates
+        tool_choice=True,
+        parallel_tool_calls=False,  # not a DeepSeek API parameter
     )
 
 

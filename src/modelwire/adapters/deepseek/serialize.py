@@ -20,9 +20,11 @@ from ...vocab import (
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
+    ToolChoice,
     ToolResultBlock,
     message_has_image,
 )
+from ..shape import merge_provider_options, schema_instruction
 from .models import EFFORTS, DeepSeekConfig, ReasoningPassback
 
 __all__ = ["NO_OUTPUT", "build_body", "has_image", "serialize_messages", "thinking_fields"]
@@ -84,6 +86,19 @@ class _StreamOptions(msgspec.Struct):
     include_usage: bool
 
 
+class _NamedFunction(msgspec.Struct):
+    name: str
+
+
+class _ToolChoiceFunction(msgspec.Struct):
+    type: str
+    function: _NamedFunction
+
+
+class _ResponseFormat(msgspec.Struct):
+    type: str
+
+
 class _Body(msgspec.Struct, omit_defaults=True):
     model: str
     messages: list[_WireMessage]
@@ -92,9 +107,16 @@ class _Body(msgspec.Struct, omit_defaults=True):
     thinking: _Thinking | None = None
     reasoning_effort: str | None = None
     tools: list[_ToolSpec] | None = None
+    tool_choice: str | _ToolChoiceFunction | None = None
+    response_format: _ResponseFormat | None = None
     temperature: float | int | None = None
     max_tokens: int | None = None
     stop: list[str] | None = None
+
+
+OWNED_FIELDS: Final = frozenset(_Body.__struct_fields__)
+"""Every top-level body field the adapter writes (`provider_options` may not set them)."""
+_JSON_OBJECT: Final = _ResponseFormat("json_object")
 
 
 _ENCODER: Final = msgspec.json.Encoder()
@@ -210,8 +232,23 @@ def _number(value: float | int) -> float | int:
     return value
 
 
+def _tool_choice(choice: ToolChoice | None) -> str | _ToolChoiceFunction | None:
+    if choice is None or isinstance(choice, str):
+        return choice
+    return _ToolChoiceFunction("function", _NamedFunction(choice.name))
+
+
 def build_body(options: GenerateOptions, config: DeepSeekConfig) -> bytes:
-    """The complete request body as compact UTF-8 JSON (non-ASCII unescaped, fixed key order)."""
+    """The complete request body as compact UTF-8 JSON (non-ASCII unescaped, fixed key order).
+
+    Structured output: DeepSeek has JSON mode but no schema mode, so `output` becomes
+    `response_format: {type: json_object}` with the schema stated in the system message (the
+    runtime then validates the answer). `provider_options` keys follow the adapter's fields.
+    """
+    if options.output is not None:
+        instruction = schema_instruction(options.output)
+        system = f"{options.system}\n\n{instruction}" if options.system else instruction
+        options = msgspec.structs.replace(options, system=system)
     messages = serialize_messages(options, config.reasoning_passback)
     thinking, effort = thinking_fields(options, config)
     tools = (
@@ -230,11 +267,14 @@ def build_body(options: GenerateOptions, config: DeepSeekConfig) -> bytes:
         thinking=thinking,
         reasoning_effort=effort,
         tools=tools,
+        tool_choice=_tool_choice(options.tool_choice),
+        response_format=None if options.output is None else _JSON_OBJECT,
         temperature=None if options.temperature is None else _number(options.temperature),
         max_tokens=options.max_tokens,
         stop=None if options.stop is None else list(options.stop),
     )
-    return _ENCODER.encode(body)
+    encoded = _ENCODER.encode(body)
+    return merge_provider_options(encoded, OWNED_FIELDS, options.provider_options, options.provider)
 
 
 def has_image(options: GenerateOptions) -> bool:

@@ -35,7 +35,7 @@ from .credentials import auth_headers, resolve_route_key
 from .discovery import discover_models
 from .images import ImageLoader, prepare_images
 from .materialize import ModelDescriptor
-from .protocols import ResponseRecord, make_translator
+from .protocols import ResponseRecord, make_translator, structured_output_support
 from .protocols.anthropic_messages import build_anthropic_request
 from .protocols.common import is_overflow_text
 from .protocols.openai_completions import build_completions_request
@@ -252,6 +252,9 @@ class ProvidersAdapter(LlmAdapter):
             context=ModelContext(desc.context_window),
             default_max_tokens=desc.configured_max_tokens,
             reasoning=reasoning,
+            structured_output=structured_output_support(desc),
+            tool_choice=True,
+            parallel_tool_calls=True,
         )
 
     # ---- streaming ----------------------------------------------------------------------------
@@ -304,6 +307,10 @@ class ProvidersAdapter(LlmAdapter):
                 session_id=options.session_id,
                 cache_retention=profile.cache_retention,
                 thinking_budgets=profile.thinking_budgets,
+                output=options.output,
+                tool_choice=options.tool_choice,
+                parallel_tool_calls=options.parallel_tool_calls,
+                provider_options=options.provider_options,
             ),
         )
         headers = {"Content-Type": "application/json", **dict(model.headers), **request.headers}
@@ -337,6 +344,8 @@ class ProvidersAdapter(LlmAdapter):
             context_window=model.context_window,
             secrets=credential_values(headers),
         )
+        if options.output is not None and model.api == "anthropic-messages":
+            record.answer_tool = options.output.name  # its input is the answer's text
         watchdog = IdleWatchdog(
             profile.stream_idle_timeout_ms,
             message=f"idle timeout after {_ms_text(profile.stream_idle_timeout_ms)}ms",

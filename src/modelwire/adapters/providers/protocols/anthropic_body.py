@@ -134,6 +134,21 @@ class OutputConfig(msgspec.Struct, frozen=True):
     effort: str
 
 
+class AnswerTool(msgspec.Struct, frozen=True, kw_only=True):
+    """The tool whose input is the structured answer (`GenerateOptions.output`): its whole JSON
+    Schema is sent, not only `properties` and `required`."""
+
+    name: str
+    description: str
+    input_schema: object
+
+
+class ToolChoice(msgspec.Struct, frozen=True, kw_only=True):
+    type: str  # auto | any | none | tool
+    name: str | UnsetType = UNSET
+    disable_parallel_tool_use: bool | UnsetType = UNSET
+
+
 class Body(msgspec.Struct, kw_only=True):
     """The request body; the builder sets the optional fields."""
 
@@ -142,7 +157,8 @@ class Body(msgspec.Struct, kw_only=True):
     max_tokens: int
     stream: bool = True
     system: list[SystemText] | UnsetType = UNSET
-    tools: list[Tool] | UnsetType = UNSET
+    tools: list[Tool | AnswerTool] | UnsetType = UNSET
+    tool_choice: ToolChoice | UnsetType = UNSET
     thinking: Thinking | UnsetType = UNSET
     output_config: OutputConfig | UnsetType = UNSET
     temperature: float | UnsetType = UNSET

@@ -12,10 +12,12 @@ from typing import Final
 import msgspec
 from msgspec import UNSET
 
+from ....errors import ErrorCode, LlmError
 from ..compat import overlay
 from ..context import NAssistant, NContext, NImage, NText, NThinking, NToolCall, NToolResult, NUser
 from ..materialize import ModelDescriptor
 from .anthropic_body import (
+    AnswerTool,
     AnthropicCompat,
     AssistantBlock,
     AssistantMessage,
@@ -31,12 +33,13 @@ from .anthropic_body import (
     Text,
     ThinkingBlock,
     Tool,
+    ToolChoice,
     ToolResult,
     ToolUse,
     UserBlock,
     UserMessage,
 )
-from .request import BuiltRequest, RequestOptions, Thinking, join_url, safe_tool_id
+from .request import BuiltRequest, RequestOptions, Thinking, finish_body, join_url, safe_tool_id
 from .transform import output_cap, prepare_messages
 
 __all__ = ["anthropic_compat", "build_anthropic_request"]
@@ -189,10 +192,11 @@ def build_anthropic_request(
     if ctx.system is not None:
         body.system = [SystemText(ctx.system, cache or UNSET)]
     if ctx.tools:
-        body.tools = _tools(ctx, compat, cache)
+        body.tools = [*_tools(ctx, compat, cache)]
     thinking = _thinking(model, compat, options, body)
     if options.temperature is not None and not thinking and compat.supports_temperature:
         body.temperature = options.temperature
+    _answer_shape(body, options, thinking, model.provider)
     if cache:
         _cache_last_user(messages, cache)
     headers = {"Accept": "application/json", "anthropic-version": "2023-06-01"}
@@ -206,8 +210,53 @@ def build_anthropic_request(
     return BuiltRequest(
         url=join_url(model.base_url, "/v1/messages"),
         headers=headers,
-        body=msgspec.json.encode(body),
+        body=finish_body(body, options, model.provider),
     )
+
+
+_CHOICE_TYPES: Final = {"auto": "auto", "none": "none", "required": "any"}
+
+
+def _answer_shape(body: Body, options: RequestOptions, thinking: bool, route: str) -> None:
+    """`tool_choice`, `parallel_tool_calls` and structured output on the Messages API.
+
+    Structured output is a forced single tool whose input is the answer (`AnswerTool`); the
+    translator turns that tool's input into the answer's text. Anthropic refuses a forced tool
+    with extended thinking, and the forced tool leaves no room for another tool choice.
+    """
+    choice = options.tool_choice
+    disable = UNSET if options.parallel_tool_calls is not False else True
+    out = options.output
+    if out is not None:
+        if choice is not None or thinking:
+            why = "tool_choice" if choice is not None else "reasoning (extended thinking)"
+            raise LlmError(
+                f'route "{route}": output (structured output) cannot be combined with {why} on '
+                "anthropic-messages (it forces the answer tool)",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        schema = out.schema
+        if not (isinstance(schema, Mapping) and schema.get("type") == "object"):
+            raise LlmError(
+                f'route "{route}": output.schema must describe a JSON object '
+                '({"type": "object", ...}) on anthropic-messages',
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        about = out.description or f"Give the answer as the input of this tool ({out.name})."
+        answer = AnswerTool(name=out.name, description=about, input_schema=schema)
+        body.tools = [*(body.tools or ()), answer]
+        body.tool_choice = ToolChoice(type="tool", name=out.name, disable_parallel_tool_use=disable)
+        return
+    if choice is None:
+        if disable is True:
+            body.tool_choice = ToolChoice(type="auto", disable_parallel_tool_use=True)
+        return
+    if isinstance(choice, str):
+        body.tool_choice = ToolChoice(type=_CHOICE_TYPES[choice], disable_parallel_tool_use=disable)
+    else:
+        body.tool_choice = ToolChoice(
+            type="tool", name=choice.name, disable_parallel_tool_use=disable
+        )
 
 
 def _cache_last_user(messages: list[Message], cache: Cache) -> None:

@@ -138,7 +138,11 @@ class AnthropicTranslator:
             elif dtype == "input_json_delta" and delta.partial_json is not None:
                 if delta.partial_json and self._initial:
                     self._initial.pop(block.index, None)
-                block.arguments_delta(delta.partial_json, out)
+                if block.kind == "text":  # the answer tool's input is the answer's text
+                    if delta.partial_json:
+                        block.text_delta(delta.partial_json, out)
+                else:
+                    block.arguments_delta(delta.partial_json, out)
             elif dtype == "signature_delta" and delta.signature is not None:
                 block.signature = (block.signature or "") + delta.signature
         elif kind == "content_block_start":
@@ -148,7 +152,10 @@ class AnthropicTranslator:
             if block is not None and not block.closed:
                 initial = self._initial.pop(block.index, None) if self._initial else None
                 if initial is not None:
-                    block.arguments_delta(initial, out)
+                    if block.kind == "text":
+                        block.text_delta(initial, out)
+                    else:
+                        block.arguments_delta(initial, out)
                 block.close(out)
         elif kind == "message_start":
             message = ev.message
@@ -192,6 +199,13 @@ class AnthropicTranslator:
             block.signature = cb.data or ""
             block.redacted = True
             block.reasoning_delta(REDACTED_THINKING_TEXT, out)
+        elif (
+            btype == "tool_use" and record.answer_tool is not None and cb.name == record.answer_tool
+        ):
+            block = record.open_block("text", out)  # the structured answer, as text
+            initial = bytes(cb.input).strip()
+            if initial and initial != b"{}":
+                self._initial[block.index] = initial.decode()
         elif btype == "tool_use":
             block = record.open_tool_call(cb.id or "", cb.name or "", out)
             initial = bytes(cb.input).strip()
@@ -206,6 +220,12 @@ class AnthropicTranslator:
     def _stop(self, reason: str) -> None:
         record = self._record
         stop = _STOPS.get(reason)
+        if (
+            stop == "toolUse"
+            and record.answer_tool is not None
+            and not any(b.kind == "tool-call" for b in record.blocks)
+        ):
+            stop = "stop"  # only the answer tool was called: the answer is complete
         if stop is not None:
             record.stop_reason = stop
             if reason == "pause_turn":

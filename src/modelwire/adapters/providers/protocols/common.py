@@ -128,6 +128,7 @@ class ResponseRecord:
     """The neutral facts of one response as it streams: blocks, usage, stop reason, ids."""
 
     __slots__ = (
+        "answer_tool",
         "api",
         "blocks",
         "cache_read",
@@ -179,6 +180,9 @@ class ResponseRecord:
         # the provider ran a server-side tool loop: its input counts sum several model calls,
         # so they say nothing about one call's context window
         self.server_tool_loop = False
+        # the tool whose input is the structured answer (Anthropic's forced answer tool): its
+        # input streams as the answer's text, and calling it is a plain stop
+        self.answer_tool: str | None = None
 
     def refuse(self, piece: str) -> None:
         """Accumulate refusal text (the response then finishes as a CONTENT_FILTER failure)."""

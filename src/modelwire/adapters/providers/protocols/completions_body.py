@@ -130,6 +130,25 @@ class StreamOptions(msgspec.Struct, frozen=True):
     include_usage: bool
 
 
+class JsonSchemaSpec(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    description: str | UnsetType = UNSET
+    schema: object  # the caller's JSON Schema, sent as given
+    strict: bool
+
+
+class ResponseFormat(msgspec.Struct, frozen=True, tag_field="type", tag="json_schema"):
+    json_schema: JsonSchemaSpec
+
+
+class NamedFunction(msgspec.Struct, frozen=True):
+    name: str
+
+
+class ToolChoiceFunction(msgspec.Struct, frozen=True, tag_field="type", tag="function"):
+    function: NamedFunction
+
+
 TemplateKwarg: TypeAlias = str | int | float | bool | None
 """One resolved `chat_template_kwargs` value."""
 
@@ -153,3 +172,6 @@ class Body(msgspec.Struct, kw_only=True):
     chat_template_kwargs: dict[str, TemplateKwarg] | UnsetType = UNSET
     prompt_cache_key: str | UnsetType = UNSET
     prompt_cache_retention: str | UnsetType = UNSET
+    tool_choice: str | ToolChoiceFunction | UnsetType = UNSET
+    parallel_tool_calls: bool | UnsetType = UNSET
+    response_format: ResponseFormat | UnsetType = UNSET

@@ -24,12 +24,16 @@ from .completions_body import (
     FunctionSpec,
     ImagePart,
     ImageUrl,
+    JsonSchemaSpec,
     Message,
+    NamedFunction,
     Part,
+    ResponseFormat,
     StreamOptions,
     TemplateKwarg,
     TextPart,
     ToolCall,
+    ToolChoiceFunction,
     ToolMessage,
     ToolSpec,
     thought_message,
@@ -41,6 +45,7 @@ from .request import (
     Reasoning,
     RequestOptions,
     Thinking,
+    finish_body,
     join_url,
     off_wire,
     safe_tool_id,
@@ -293,8 +298,22 @@ def build_completions_request(
         body.prompt_cache_key = options.session_id[:64]
         if retention == "long":
             body.prompt_cache_retention = "24h"
+    choice = options.tool_choice
+    if choice is not None:
+        body.tool_choice = (
+            choice if isinstance(choice, str) else ToolChoiceFunction(NamedFunction(choice.name))
+        )
+    if options.parallel_tool_calls is not None:
+        body.parallel_tool_calls = options.parallel_tool_calls
+    out = options.output
+    if out is not None:
+        about = UNSET if out.description is None else out.description
+        strict = out.strict and compat.supports_strict_mode
+        body.response_format = ResponseFormat(
+            JsonSchemaSpec(name=out.name, description=about, schema=out.schema, strict=strict)
+        )
     return BuiltRequest(
         url=join_url(model.base_url, "/chat/completions"),
         headers={"Accept": "text/event-stream"},
-        body=msgspec.json.encode(body),
+        body=finish_body(body, options, model.provider),
     )

@@ -14,7 +14,7 @@ from msgspec import UNSET
 from ..compat import overlay
 from ..context import NAssistant, NContext, NImage, NText, NThinking, NToolCall, NToolResult, NUser
 from ..materialize import ModelDescriptor
-from .request import BuiltRequest, Reasoning, RequestOptions, join_url, safe_tool_id
+from .request import BuiltRequest, Reasoning, RequestOptions, finish_body, join_url, safe_tool_id
 from .responses_body import (
     INCLUDE_ENCRYPTED,
     Body,
@@ -24,11 +24,14 @@ from .responses_body import (
     InputPart,
     InputText,
     Item,
+    JsonSchemaFormat,
     OutputMessage,
     OutputText,
     ResponsesCompat,
     Role,
+    TextConfig,
     TextSignature,
+    ToolChoiceFunction,
     ToolSpec,
 )
 from .transform import output_cap, prepare_messages
@@ -164,8 +167,19 @@ def build_responses_request(
         strict = False if compat.supports_strict_mode else UNSET
         body.tools = [ToolSpec(t.name, t.description, t.parameters, strict) for t in ctx.tools]
     _effort(model, options.effort, body)
+    choice = options.tool_choice
+    if choice is not None:
+        body.tool_choice = choice if isinstance(choice, str) else ToolChoiceFunction(choice.name)
+    if options.parallel_tool_calls is not None:
+        body.parallel_tool_calls = options.parallel_tool_calls
+    out = options.output
+    if out is not None:
+        about = UNSET if out.description is None else out.description
+        body.text = TextConfig(
+            JsonSchemaFormat(name=out.name, description=about, schema=out.schema, strict=out.strict)
+        )
     return BuiltRequest(
         url=join_url(model.base_url, "/responses"),
         headers={"Accept": "text/event-stream"},
-        body=msgspec.json.encode(body),
+        body=finish_body(body, options, model.provider),
     )

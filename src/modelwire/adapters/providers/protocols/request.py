@@ -11,6 +11,10 @@ from typing import Final, Literal, TypeAlias
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ....vocab import OutputSchema, ToolChoice
+from ....vocab.json import JsonValue
+from ...shape import merge_provider_options
+
 __all__ = [
     "BuiltRequest",
     "CacheRetention",
@@ -18,6 +22,7 @@ __all__ = [
     "Reasoning",
     "RequestOptions",
     "Thinking",
+    "finish_body",
     "join_url",
     "off_wire",
     "safe_tool_id",
@@ -28,7 +33,8 @@ CacheRetention: TypeAlias = Literal["none", "short", "long"]
 
 
 class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """Per-request knobs: effort (None = provider default, `off` included), sampling, caching."""
+    """Per-request knobs: effort (None = provider default, `off` included), sampling, caching,
+    and the answer's shape (structured output, tool choice, parallel tool calls, extra fields)."""
 
     effort: str | None = None
     temperature: float | None = None
@@ -36,6 +42,18 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str | None = None
     cache_retention: CacheRetention | None = None
     thinking_budgets: Mapping[str, int] | None = None
+    output: OutputSchema | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    provider_options: Mapping[str, JsonValue] | None = None
+
+
+def finish_body(body: msgspec.Struct, options: RequestOptions, route: str) -> bytes:
+    """Encode `body`, then append `options.provider_options` (a key the body type declares is
+    refused with `INVALID_OPTION`, whether this request sets it or not)."""
+    return merge_provider_options(
+        msgspec.json.encode(body), type(body).__struct_fields__, options.provider_options, route
+    )
 
 
 class Thinking(msgspec.Struct, frozen=True, kw_only=True):

@@ -106,6 +106,23 @@ class ToolSpec(msgspec.Struct, frozen=True, tag_field="type", tag="function"):
     strict: bool | UnsetType = UNSET
 
 
+class JsonSchemaFormat(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="json_schema"
+):
+    name: str
+    description: str | UnsetType = UNSET
+    schema: object  # the caller's JSON Schema, sent as given
+    strict: bool
+
+
+class TextConfig(msgspec.Struct, frozen=True):
+    format: JsonSchemaFormat
+
+
+class ToolChoiceFunction(msgspec.Struct, frozen=True, tag_field="type", tag="function"):
+    name: str
+
+
 class Body(msgspec.Struct, kw_only=True):
     """The request body; the builder sets the optional fields."""
 
@@ -120,3 +137,6 @@ class Body(msgspec.Struct, kw_only=True):
     tools: list[ToolSpec] | UnsetType = UNSET
     reasoning: Reasoning | UnsetType = UNSET
     include: list[str] | UnsetType = UNSET
+    text: TextConfig | UnsetType = UNSET
+    tool_choice: str | ToolChoiceFunction | UnsetType = UNSET
+    parallel_tool_calls: bool | UnsetType = UNSET
