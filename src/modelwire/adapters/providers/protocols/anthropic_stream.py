@@ -15,7 +15,14 @@ import msgspec
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
 from ....wire.sse import SseEvent
-from .common import BlockRecord, ResponseRecord, StopReason, end_stream, malformed_event
+from .common import (
+    BlockRecord,
+    ResponseRecord,
+    StopReason,
+    end_stream,
+    error_type_code,
+    malformed_event,
+)
 
 __all__ = ["REDACTED_THINKING_TEXT", "AnthropicTranslator", "anthropic_error_code"]
 
@@ -81,21 +88,11 @@ _STOPS: Final[dict[str, StopReason]] = {
     "max_tokens": "length",
     "tool_use": "toolUse",
 }
-_ERROR_CODES: Final[dict[str, str]] = {
-    "overloaded_error": ErrorCode.SERVER,
-    "api_error": ErrorCode.SERVER,
-    "rate_limit_error": ErrorCode.RATE_LIMIT,
-    "authentication_error": ErrorCode.AUTH,
-    "permission_error": ErrorCode.AUTH,
-    "request_too_large": ErrorCode.INVALID_REQUEST,
-    "invalid_request_error": ErrorCode.INVALID_REQUEST,
-    "billing_error": ErrorCode.QUOTA,
-}
 
 
 def anthropic_error_code(error_type: str | None) -> str | None:
     """The failure code an Anthropic `error.type` implies (`overloaded_error` → SERVER), if known."""
-    return _ERROR_CODES.get(error_type or "")
+    return error_type_code(error_type)
 
 
 class AnthropicTranslator:
@@ -249,6 +246,7 @@ class AnthropicTranslator:
 
     def _usage(self, usage: _Usage) -> None:
         record = self._record
+        record.reported = True
         if usage.input_tokens is not None:
             record.input = usage.input_tokens
         if usage.output_tokens is not None:

@@ -4,14 +4,11 @@ written on `finish`."""
 
 from __future__ import annotations
 
-import re
 from typing import Final, Literal, TypeAlias
 
 from ....errors import (
     ErrorCode,
     LlmError,
-    is_context_window_exceeded_error,
-    is_quota_exceeded_error,
 )
 from ....vocab import (
     Aborted,
@@ -36,6 +33,7 @@ from ....vocab import (
     UsageChunk,
 )
 from ....wire.status import redact_secrets
+from .stream_errors import classify_error_text, error_type_code, is_overflow_text
 
 __all__ = [
     "BlockRecord",
@@ -43,6 +41,7 @@ __all__ = [
     "StopReason",
     "classify_error_text",
     "end_stream",
+    "error_type_code",
     "finish_chunks",
     "is_overflow_text",
     "malformed_event",
@@ -142,6 +141,7 @@ class ResponseRecord:
         "provider",
         "reasoning",
         "refusal",
+        "reported",
         "response_id",
         "response_model",
         "secrets",
@@ -166,6 +166,7 @@ class ResponseRecord:
         self.blocks: list[BlockRecord] = []
         self.input = 0
         self.output = 0
+        self.reported = False  # the provider reported usage (else the stream has no usage chunk)
         self.cache_read = 0
         self.cache_write = 0
         self.reasoning: int | None = None
@@ -213,6 +214,7 @@ class ResponseRecord:
         self, prompt: int, cached: int, cache_write: int, output: int, reasoning: int | None
     ) -> None:
         """Set usage from OpenAI-style totals: cache reads and writes leave the input bucket."""
+        self.reported = True
         self.input = max(0, prompt - cached - cache_write)
         self.cache_read = cached
         self.cache_write = cache_write
@@ -244,66 +246,6 @@ class ResponseRecord:
             response["response_id"] = self.response_id
         response["stop_reason"] = self.stop_reason or "error"
         return ReplayEnvelope(response, tuple(b.replay_entry() for b in self.blocks))
-
-
-_RATE_LIMIT_TEXT: Final = re.compile(
-    r"rate.?limit|too many requests|ThrottlingException|throttl", re.IGNORECASE
-)
-_OVERFLOW_TEXT: Final = re.compile(
-    r"prompt is too long|request_too_large|exceeds the context window|input is too long"
-    r"|maximum context length is \d+ tokens|model_context_window_exceeded|context_length_exceeded"
-    r"|too many tokens|token limit exceeded|exceeds the maximum number of tokens"
-    r"|reduce the length of the messages|context window exceeds limit|exceeded model token limit"
-    r"|input token count.*exceeds|longer than the model's context length"
-    r"|^4(?:00|13)\s*(?:status code )?\(no body\)",
-    re.IGNORECASE,
-)
-_CLASSIFY: Final[tuple[tuple[re.Pattern[str], str], ...]] = (
-    (re.compile(r"\b(?:401|403)\b"), ErrorCode.AUTH),
-    (re.compile(r"\b429\b|rate.?limit", re.IGNORECASE), ErrorCode.RATE_LIMIT),
-    (
-        re.compile(
-            r"\b413\b|failed to buffer the request body: length limit exceeded"
-            r"|payload too large|request body too large",
-            re.IGNORECASE,
-        ),
-        ErrorCode.INVALID_REQUEST,
-    ),
-    (re.compile(r"\b400\b|invalid.?request", re.IGNORECASE), ErrorCode.INVALID_REQUEST),
-    (re.compile(r"\b5\d\d\b"), ErrorCode.SERVER),
-    (re.compile(r"timed out|time out|timeout", re.IGNORECASE), ErrorCode.TIMEOUT),
-    (re.compile(r"stream ended (?:before|without)", re.IGNORECASE), ErrorCode.TRANSPORT),
-    (
-        re.compile(
-            r"network|connection|socket|fetch|ECONN\w*|other side closed"
-            r"|HTTP2 request did not get a response|WebSocket closed unexpectedly"
-            r"|terminated|premature close",
-            re.IGNORECASE,
-        ),
-        ErrorCode.TRANSPORT,
-    ),
-)
-PI_AI_ERROR: Final = ErrorCode.PI_AI_ERROR
-
-
-def is_overflow_text(text: str) -> bool:
-    """True when error text says the context window overflowed (and is not a rate limit)."""
-    if _RATE_LIMIT_TEXT.search(text):
-        return False
-    return bool(_OVERFLOW_TEXT.search(text)) or is_context_window_exceeded_error(text)
-
-
-def classify_error_text(text: str) -> str:
-    """The failure code for an in-stream error message (first matching rule wins)."""
-    first, *rest = _CLASSIFY
-    if first[0].search(text):
-        return first[1]
-    if is_quota_exceeded_error(text):
-        return ErrorCode.QUOTA
-    for pattern, code in rest:
-        if pattern.search(text):
-            return code
-    return PI_AI_ERROR
 
 
 def _reason(record: ResponseRecord) -> FinishReason:
@@ -382,7 +324,8 @@ def end_stream(
 
 def finish_chunks(record: ResponseRecord, out: list[StreamChunk]) -> None:
     """Append `usage` then `finish`; replay state only for a response that completed (`done`)."""
-    out.append(UsageChunk(record.usage()))
+    if record.reported:  # a stream that reports no usage has none (None), never zeros
+        out.append(UsageChunk(record.usage()))
     if record.refusal is not None and record.stop_reason in ("stop", "length", "toolUse"):
         refused = "".join(record.refusal).strip() or "(no explanation)"
         record.stop_reason = "error"

@@ -13,7 +13,14 @@ import msgspec
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
 from ....wire.sse import SseEvent
-from .common import BlockRecord, ResponseRecord, StopReason, end_stream, malformed_event
+from .common import (
+    BlockRecord,
+    ResponseRecord,
+    StopReason,
+    end_stream,
+    error_type_code,
+    malformed_event,
+)
 
 __all__ = ["CompletionsTranslator"]
 
@@ -70,6 +77,7 @@ class _Choice(msgspec.Struct, gc=False):
 
 class _StreamError(msgspec.Struct, gc=False):
     message: str | None = None
+    type: str | None = None
     code: int | str | None = None
 
 
@@ -127,6 +135,7 @@ class CompletionsTranslator:
             err = chunk.error
             code = f"{err.code}: " if err.code is not None else ""
             record.error_message = f"{code}{err.message or 'provider stream error'}"
+            record.error_code = error_type_code(err.code, err.type)  # e.g. Groq's event: error
             record.stop_reason = "error"
         choices = chunk.choices
         if not choices:
