@@ -56,11 +56,46 @@ def test_mp_137_valid_v2_state_restores_everything() -> None:
     )
 
 
+@pytest.mark.parametrize("camel", [True, False], ids=["camelCase", "snake_case"])
+def test_a_flat_v1_state_is_read_like_v2(camel: bool) -> None:
+    """DESIGN §7: write v2, read both. The legacy flat object restores the same message."""
+    flat: dict[str, Any] = {
+        "kind": "pi-ai",
+        "version": 1,
+        "api": "openai-responses",
+        "provider": "openai",
+        "model": "gpt-5",
+        ("responseId" if camel else "response_id"): "resp_1",
+        ("stopReason" if camel else "stop_reason"): "toolUse",
+        "blocks": [
+            {"type": "reasoning", ("thinkingSignature" if camel else "thinking_signature"): "sig"},
+            {"type": "text"},
+            {"type": "tool-call"},
+        ],
+    }
+    message = _message(flat, None)
+    assert isinstance(message.source, ModelSource)
+    seen: list[object] = []
+    restored = restore_assistant(message, message.source, lambda *a: seen.append(a))
+    assert seen == []
+    assert (restored.api, restored.response_id, restored.stop_reason) == (
+        "openai-responses",
+        "resp_1",
+        "toolUse",
+    )
+    assert restored.content[0] == NThinking("think", "sig")
+
+
 @pytest.mark.parametrize(
     ("response", "blocks", "reason"),
     [
         ({**RESPONSE, "version": 3}, BLOCKS, "unsupported version 3"),
-        ({**RESPONSE, "version": 1, "blocks": []}, None, "unsupported version 1"),
+        (
+            {**RESPONSE, "version": 1, "blocks": []},
+            None,
+            "block count does not match assistant content",
+        ),
+        ({**RESPONSE, "version": 1, "blocks": 5}, None, "blocks must be an array"),
         (7, BLOCKS, "expected a response object"),
         ({**RESPONSE, "kind": "other"}, BLOCKS, "unknown state kind"),
         ({**RESPONSE, "api": 3}, BLOCKS, "api must be a non-empty string"),

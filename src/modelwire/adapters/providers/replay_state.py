@@ -1,8 +1,11 @@
-"""Replay state v2: restore an assistant message from its envelope, or degrade it (spec §5).
+"""Replay state: restore an assistant message from its envelope, or degrade it (spec §5).
 
-The envelope written by the translators is `{response: {kind: "pi-ai", version: 2, api, provider,
-model, response_model?, response_id?, stop_reason}, blocks: [{type, *_signature?, redacted?}]}`.
-Anything else (the flat v1 shape, foreign adapters' state, a mismatch with the durable content)
+The envelope written by the translators is v2: `{response: {kind: "pi-ai", version: 2, api,
+provider, model, response_model?, response_id?, stop_reason}, blocks: [{type, *_signature?,
+redacted?}]}`. The flat legacy v1 state (one object `{kind: "pi-ai", version: 1, api, provider,
+model, responseModel?, responseId?, stopReason, blocks}`, camelCase as pi-ai wrote it or
+snake_case) is read too (DESIGN §7: write v2, read both): it is lifted into the v2 shape and then
+checked the same way. Anything else (foreign adapters' state, a mismatch with the durable content)
 degrades that one message to foreign history and reports why; it never fails the request.
 """
 
@@ -62,6 +65,30 @@ _SIGNATURE_OF: Final = {
 }
 
 
+_V1_KEYS: Final = {
+    "stopReason": "stop_reason",
+    "responseModel": "response_model",
+    "responseId": "response_id",
+    "thinkingSignature": "thinking_signature",
+    "textSignature": "text_signature",
+    "thoughtSignature": "thought_signature",
+}
+
+
+def _snake(entry: Mapping[str, object]) -> dict[str, object]:
+    return {_V1_KEYS.get(key, key): value for key, value in entry.items()}
+
+
+def _lift_v1(flat: Mapping[str, object]) -> tuple[dict[str, object], object]:
+    """The v2 (response, blocks) of a flat v1 state."""
+    response = {k: v for k, v in _snake(flat).items() if k != "blocks"}
+    response["version"] = 2
+    raw = flat.get("blocks")
+    if isinstance(raw, (list, tuple)):
+        return response, tuple(_snake(b) if _obj(b) else b for b in raw)
+    return response, raw
+
+
 def validate_envelope(
     message: Message, source: ModelSource
 ) -> tuple[ReplayResponse, tuple[ReplayEntry, ...]]:
@@ -70,10 +97,13 @@ def validate_envelope(
     if state is None or (not _obj(state.response) and state.blocks is None):
         raise _Invalid("expected a replay envelope")
     response: object = state.response
+    blocks: object = state.blocks
     if not _obj(response):
         raise _Invalid("expected a response object")
     if response.get("kind") != "pi-ai":
         raise _Invalid("unknown state kind")
+    if response.get("version") == 1 and blocks is None:
+        response, blocks = _lift_v1(response)
     if response.get("version") != 2:
         raise _Invalid(f"unsupported version {response.get('version')}")
     for key in ("api", "provider", "model"):
@@ -85,7 +115,6 @@ def validate_envelope(
     for key in ("response_model", "response_id"):
         if key in response and not isinstance(response[key], str):
             raise _Invalid(f"{key} must be a string")
-    blocks: object = state.blocks
     if not isinstance(blocks, tuple):
         raise _Invalid("blocks must be an array")
     entries: list[Mapping[str, object]] = []
