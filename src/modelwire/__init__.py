@@ -1,8 +1,9 @@
 """modelwire: one vocabulary, one chunk protocol and a durable log between agents and LLM providers.
 
-The curated public names live here (see DESIGN §2). Adapters, the session log, the agent loop and
-the CLI are imported from their own modules, and the runtime names (`LlmRuntime`, `LlmAdapter`,
-…) load on first use, so that `import modelwire` stays light.
+The curated public names live here (see DESIGN §2 and §8). Adapters, the session log, the agent
+loop and the CLI are imported from their own modules, and the runtime names (`LlmRuntime`,
+`LlmAdapter`, …) and the agent's `tool` and `open_runtime` load on first use, so that
+`import modelwire` stays light.
 """
 
 from __future__ import annotations
@@ -12,9 +13,21 @@ from typing import TYPE_CHECKING
 from .assembler import BlockAssembler
 from .errors import (
     DEFAULT_RETRYABLE_CODES,
+    AuthError,
+    ContentFilterError,
+    ContextWindowError,
     ErrorCode,
     HarnessError,
+    InvalidRequestError,
     LlmError,
+    LlmTimeoutError,
+    ModelNotFoundError,
+    OutputInvalidError,
+    QuotaError,
+    RateLimitError,
+    ResponseError,
+    ServerError,
+    TransportError,
     error_chain,
     is_context_window_exceeded_error,
     is_harness_error,
@@ -87,11 +100,14 @@ __all__ = [
     "Aborted",
     "AdapterDefaults",
     "AlwaysRetryPolicy",
+    "AuthError",
     "BlockAssembler",
     "BlockEnd",
     "BlockStart",
     "CallConfig",
     "ContentBlock",
+    "ContentFilterError",
+    "ContextWindowError",
     "Error",
     "ErrorCode",
     "Finish",
@@ -101,30 +117,38 @@ __all__ = [
     "HarnessError",
     "ImageAttachmentRef",
     "ImageBlock",
+    "InvalidRequestError",
     "LlmAdapter",
     "LlmError",
     "LlmFailure",
     "LlmRuntime",
+    "LlmTimeoutError",
     "MaxTokens",
     "Message",
     "MessageSource",
     "ModelContext",
     "ModelInfo",
+    "ModelNotFoundError",
     "ModelReasoningInfo",
     "ModelSource",
     "NormalRetryPolicy",
+    "OutputInvalidError",
     "OutputSchema",
     "PluginSource",
     "PreparedCall",
     "ProviderInfo",
+    "QuotaError",
+    "RateLimitError",
     "ReasoningBlock",
     "ReasoningDelta",
     "ReasoningEffortInfo",
     "Registration",
     "ReplayEnvelope",
     "ResolvedModelInfo",
+    "ResponseError",
     "RetryPolicy",
     "Scope",
+    "ServerError",
     "Stop",
     "StreamChunk",
     "TextBlock",
@@ -138,6 +162,7 @@ __all__ = [
     "ToolResultBlock",
     "ToolSchema",
     "ToolSource",
+    "TransportError",
     "UsageChunk",
     "UserSource",
     "assistant_message",
@@ -148,15 +173,18 @@ __all__ = [
     "is_harness_error",
     "is_quota_exceeded_error",
     "is_token_delta",
+    "open_runtime",
     "policy_key",
     "resolve_retry_policy",
     "system_message",
+    "tool",
     "tool_result_message",
     "user_message",
 ]
 
 if TYPE_CHECKING:
     __version__: str
+    from .agent import open_runtime, tool
     from .runtime import (
         GenerateResult,
         LlmAdapter,
@@ -171,6 +199,9 @@ _LAZY = frozenset(
 )
 """Runtime names, imported on first use: the runtime brings asyncio (and with it ssl, logging,
 concurrent.futures), which a program that only builds messages or parses chunks never needs."""
+
+_LAZY_AGENT = frozenset({"open_runtime", "tool"})
+"""Agent names (layer 7: the runtime, the adapters, the session log), imported on first use."""
 
 
 def _version() -> str:
@@ -189,10 +220,14 @@ def __getattr__(name: str) -> object:
     if name == "__version__":
         value = globals()["__version__"] = _version()
         return value
-    if name in _LAZY:
-        from . import runtime
+    if name in _LAZY or name in _LAZY_AGENT:
+        from . import agent, runtime
 
-        value = getattr(runtime, name)
+        value = getattr(runtime if name in _LAZY else agent, name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'modelwire' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_LAZY_AGENT})

@@ -5,6 +5,7 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
     Exception
      └── HarnessError                 code: str, cause: object | None, status, failure (None here)
           ├── LlmError                + status: int | None, failure: LlmFailure
+          │    └── one category subclass per group of codes (below, `# ---- failure categories`)
           ├── InvalidChunkError       (also ValueError)     code INVALID_CHUNK
           ├── UnreachableVariantError (also AssertionError) code INVARIANT or the caller's
           └── (plugin errors: runtime and retry invariant errors, tool errors, ...)
@@ -34,117 +35,47 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      └── other           INVALID_ARGS INVARIANT UNKNOWN
 
 Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT TRANSPORT.
+
+The category subclasses of `LlmError` are what `LlmError.from_failure` (and so every re-raise of a
+failure: `stream_blocks`, the sync calls) builds for their codes; `LlmError(message, code)` itself
+stays a plain `LlmError` whatever the code. They keep `.code`, `.failure` and `.status`.
 """
 
 from __future__ import annotations
 
 import math
-from enum import StrEnum
-from typing import Final
+from typing import ClassVar, Final
 
+from .codes import DEFAULT_RETRYABLE_CODES, ErrorCode
 from .errortext import is_context_window_exceeded_error, is_quota_exceeded_error
 from .vocab.usage import LlmFailure
 
 __all__ = [
     "DEFAULT_RETRYABLE_CODES",
+    "AuthError",
+    "ContentFilterError",
+    "ContextWindowError",
     "ErrorCode",
     "HarnessError",
     "InvalidChunkError",
+    "InvalidRequestError",
     "LlmError",
+    "LlmTimeoutError",
+    "ModelNotFoundError",
+    "OutputInvalidError",
+    "QuotaError",
+    "RateLimitError",
+    "ResponseError",
+    "ServerError",
+    "TransportError",
     "UnreachableVariantError",
+    "categorized",
     "error_chain",
     "is_context_window_exceeded_error",
     "is_harness_error",
     "is_quota_exceeded_error",
     "normalize_llm_failure",
 ]
-
-
-class ErrorCode(StrEnum):
-    """The stable failure codes; values are the wire/log spellings."""
-
-    NO_ADAPTER = "NO_ADAPTER"
-    DUPLICATE_ADAPTER = "DUPLICATE_ADAPTER"
-    INVALID_ADAPTER = "INVALID_ADAPTER"
-    REGISTRATION_DISPOSED = "REGISTRATION_DISPOSED"
-    INVALID_DIRECTORY = "INVALID_DIRECTORY"
-    DUPLICATE_DIRECTORY = "DUPLICATE_DIRECTORY"
-    INVALID_DISCOVERY = "INVALID_DISCOVERY"
-    DUPLICATE_DISCOVERY = "DUPLICATE_DISCOVERY"
-    NO_DISCOVERY = "NO_DISCOVERY"
-    SCOPE_CLOSED = "SCOPE_CLOSED"
-    INVALID_CATALOG = "INVALID_CATALOG"
-    INVALID_MODEL_INFO = "INVALID_MODEL_INFO"
-    INVALID_MODEL_CONTEXT = "INVALID_MODEL_CONTEXT"
-    INVALID_MODEL_MAX_TOKENS = "INVALID_MODEL_MAX_TOKENS"
-    INVALID_MODEL_REASONING = "INVALID_MODEL_REASONING"
-    UNSUPPORTED_REASONING_EFFORT = "UNSUPPORTED_REASONING_EFFORT"
-    UNKNOWN_MODEL = "UNKNOWN_MODEL"
-    INVALID_PREPARED_CALL = "INVALID_PREPARED_CALL"
-    INVALID_CONFIG = "INVALID_CONFIG"
-    UNSUPPORTED_CONTENT = "UNSUPPORTED_CONTENT"
-    INVALID_REQUEST = "INVALID_REQUEST"
-    UNSUPPORTED_OPTION = "UNSUPPORTED_OPTION"
-    INVALID_OPTION = "INVALID_OPTION"
-    OUTPUT_INVALID = "OUTPUT_INVALID"
-    MISSING_CREDENTIAL = "MISSING_CREDENTIAL"
-    INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
-    AUTH = "AUTH"
-    RATE_LIMIT = "RATE_LIMIT"
-    QUOTA = "QUOTA"
-    SERVER = "SERVER"
-    CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
-    MODEL_NOT_FOUND = "MODEL_NOT_FOUND"
-    PI_AI_ERROR = "PI_AI_ERROR"
-    TRANSPORT = "TRANSPORT"
-    TIMEOUT = "TIMEOUT"
-    ABORTED = "ABORTED"
-    STREAM_CLOSED = "STREAM_CLOSED"
-    MALFORMED_RESPONSE = "MALFORMED_RESPONSE"
-    EMPTY_RESPONSE = "EMPTY_RESPONSE"
-    INVALID_REPLAY_STATE = "INVALID_REPLAY_STATE"
-    INVALID_CHUNK = "INVALID_CHUNK"
-    CONTENT_FILTER = "CONTENT_FILTER"
-    INSUFFICIENT_SYSTEM_RESOURCE = "INSUFFICIENT_SYSTEM_RESOURCE"
-    DISCOVERY_FAILED = "DISCOVERY_FAILED"
-    DISCOVERY_UNSUPPORTED = "DISCOVERY_UNSUPPORTED"
-    SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
-    INVALID_SESSION_ID = "INVALID_SESSION_ID"
-    INVALID_EVENT = "INVALID_EVENT"
-    LOG_UNAVAILABLE = "LOG_UNAVAILABLE"
-    LOG_CORRUPT = "LOG_CORRUPT"
-    SEQ_CONFLICT = "SEQ_CONFLICT"
-    STALE_WRITE = "STALE_WRITE"
-    REPLAY_EXHAUSTED = "REPLAY_EXHAUSTED"
-    REPLAY_MISMATCH = "REPLAY_MISMATCH"
-    INVALID_REPLAY_FILE = "INVALID_REPLAY_FILE"
-    REPLAY_UNRECORDED_SESSION = "REPLAY_UNRECORDED_SESSION"
-    REPLAY_UNCONSUMED = "REPLAY_UNCONSUMED"
-    UNKNOWN_TOOL = "UNKNOWN_TOOL"
-    TOOL_FAILED = "TOOL_FAILED"
-    TOOL_INTERRUPTED = "TOOL_INTERRUPTED"
-    TOOL_TIMEOUT = "TOOL_TIMEOUT"
-    LEASE_LOST = "LEASE_LOST"
-    TURN_IN_PROGRESS = "TURN_IN_PROGRESS"
-    NOTHING_TO_RESUME = "NOTHING_TO_RESUME"
-    INVALID_ARGS = "INVALID_ARGS"
-    INVARIANT = "INVARIANT"
-    UNKNOWN = "UNKNOWN"
-
-    @staticmethod
-    def http(status: int) -> str:
-        """The code for an otherwise unclassified non-2xx status, `HTTP_<status>`."""
-        return f"HTTP_{status}"
-
-
-DEFAULT_RETRYABLE_CODES: Final[tuple[str, ...]] = (
-    "EMPTY_RESPONSE",
-    "RATE_LIMIT",
-    "SERVER",
-    "TIMEOUT",
-    "TRANSPORT",
-)
-"""The codes normal-mode retry handles by default, in their canonical order."""
 
 
 class HarnessError(Exception):
@@ -186,11 +117,23 @@ def is_harness_error(value: object) -> bool:
     return isinstance(value, HarnessError)
 
 
+_CATEGORIES: dict[str, type[LlmError]] = {}
+"""Failure code -> the `LlmError` category subclass that stands for it."""
+
+
 class LlmError(HarnessError):
     """A model-call failure; `failure` is the immutable `LlmFailure` built from the same facts."""
 
     failure: LlmFailure
     status: int | None
+    codes: ClassVar[frozenset[str]] = frozenset()
+    """The failure codes a category subclass stands for (empty here)."""
+
+    def __init_subclass__(cls, codes: tuple[str, ...] = (), **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.codes = frozenset(codes)
+        for code in codes:
+            _CATEGORIES.setdefault(code, cls)
 
     def __init__(
         self,
@@ -224,8 +167,9 @@ class LlmError(HarnessError):
 
     @classmethod
     def from_failure(cls, failure: LlmFailure, *, cause: object = None) -> LlmError:
-        """Raise-able twin of a failure snapshot."""
-        return cls(
+        """Raise-able twin of a failure snapshot: the category subclass of its code, if any."""
+        kind = _CATEGORIES.get(failure.code, cls) if cls is LlmError else cls
+        return kind(
             failure.message,
             failure.code,
             cause=cause,
@@ -246,6 +190,75 @@ def _is_positive_finite(value: object) -> bool:
         and math.isfinite(value)
         and value > 0
     )
+
+
+# ---- failure categories ----------------------------------------------------------------------
+
+
+class AuthError(LlmError, codes=("AUTH", "MISSING_CREDENTIAL", "INVALID_CREDENTIAL")):
+    """The credential is missing, malformed or refused."""
+
+
+class RateLimitError(LlmError, codes=("RATE_LIMIT",)):
+    """The provider throttled the call (`RATE_LIMIT`); see `failure.provider_retry_after_ms`."""
+
+
+class QuotaError(LlmError, codes=("QUOTA",)):
+    """The account's quota or balance is exhausted (`QUOTA`); waiting does not help."""
+
+
+class ContextWindowError(LlmError, codes=("CONTEXT_WINDOW_EXCEEDED",)):
+    """The request does not fit the model's context window (`CONTEXT_WINDOW_EXCEEDED`)."""
+
+
+class LlmTimeoutError(LlmError, codes=("TIMEOUT",)):
+    """The provider did not answer in time (`TIMEOUT`); not a builtin `TimeoutError`."""
+
+
+class TransportError(LlmError, codes=("TRANSPORT", "STREAM_CLOSED")):
+    """The connection failed or the stream was cut (`TRANSPORT`, `STREAM_CLOSED`)."""
+
+
+class ServerError(LlmError, codes=("SERVER", "INSUFFICIENT_SYSTEM_RESOURCE")):
+    """The provider failed on its side (`SERVER`, `INSUFFICIENT_SYSTEM_RESOURCE`)."""
+
+
+class ContentFilterError(LlmError, codes=("CONTENT_FILTER",)):
+    """The model refused, or a content filter stopped the answer (`CONTENT_FILTER`)."""
+
+
+class ModelNotFoundError(LlmError, codes=("MODEL_NOT_FOUND", "UNKNOWN_MODEL")):
+    """The route does not serve the model (`MODEL_NOT_FOUND`, `UNKNOWN_MODEL`)."""
+
+
+class InvalidRequestError(
+    LlmError,
+    codes=(
+        "INVALID_REQUEST",
+        "INVALID_OPTION",
+        "UNSUPPORTED_OPTION",
+        "UNSUPPORTED_CONTENT",
+        "UNSUPPORTED_REASONING_EFFORT",
+    ),
+):
+    """The request is malformed or asks for what the route cannot do (`INVALID_OPTION`, ...)."""
+
+
+class ResponseError(LlmError, codes=("MALFORMED_RESPONSE", "EMPTY_RESPONSE")):
+    """The provider's answer could not be used (`MALFORMED_RESPONSE`, `EMPTY_RESPONSE`)."""
+
+
+class OutputInvalidError(LlmError, codes=("OUTPUT_INVALID",)):
+    """The answer does not match the requested output schema or type (`OUTPUT_INVALID`)."""
+
+
+def categorized(error: LlmError) -> LlmError:
+    """`error` as its category subclass (the same object when it already is one, or none fits):
+    a new instance with the same failure facts and cause (raise it `from error`)."""
+    kind = _CATEGORIES.get(error.code)
+    if kind is None or isinstance(error, kind):
+        return error
+    return kind.from_failure(error.failure, cause=error.cause)
 
 
 # ---- error_chain -----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ __all__ = [
     "Event",
     "LlmRetry",
     "LlmRetryStarted",
+    "OutputCorrection",
     "RequestContext",
     "RequestHeader",
     "StepEnd",
@@ -37,6 +38,7 @@ __all__ = [
     "TurnEndReason",
     "TurnErrored",
     "TurnInterrupted",
+    "TurnLimit",
     "TurnMaxTokens",
     "TurnStart",
     "UserMessage",
@@ -111,8 +113,23 @@ class TurnInterrupted(msgspec.Struct, frozen=True, tag="interrupted", tag_field=
     kind: ClassVar[Literal["interrupted"]] = "interrupted"
 
 
+class TurnLimit(msgspec.Struct, frozen=True, tag="limit", tag_field="kind"):
+    """An agent limit ended the turn: `limit` stood at `used` (past `max`) when a step was due."""
+
+    limit: Literal["max_steps", "input_tokens", "output_tokens", "total_tokens"]
+    max: int
+    used: int
+    kind: ClassVar[Literal["limit"]] = "limit"
+
+
 TurnEndReason: TypeAlias = (
-    TurnCompleted | TurnErrored | TurnAborted | TurnMaxTokens | TurnBlocked | TurnInterrupted
+    TurnCompleted
+    | TurnErrored
+    | TurnAborted
+    | TurnMaxTokens
+    | TurnBlocked
+    | TurnInterrupted
+    | TurnLimit
 )
 """Why a turn ended, discriminated by `kind`."""
 
@@ -215,6 +232,17 @@ class ToolResultRecord(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=
     message: Message
     is_error: bool = False
     error_code: str | None = None
+    error_class: str | None = None  # the class name of the exception a tool raised
+
+
+class OutputCorrection(msgspec.Struct, frozen=True):
+    """`output/correction`: the answer of step `step` did not validate against the turn's output
+    type; `problem` is what the model is told (correction `correction`, from 1)."""
+
+    turn: int
+    step: int
+    correction: int
+    problem: str
 
 
 # ---- retry plugin ----------------------------------------------------------------------------
@@ -360,5 +388,6 @@ for _name, _struct in (
     ("tool/result", ToolResultRecord),
     ("llm/retry", LlmRetry),
     ("llm/retry-started", LlmRetryStarted),
+    ("output/correction", OutputCorrection),
 ):
     register_event_type(_name, _struct)

@@ -1,7 +1,13 @@
-"""The Turn/Step agent loop with the checkpoint barrier, tools and the request-error hook."""
+"""The Turn/Step agent loop with the checkpoint barrier, tools and the request-error hook.
+
+The one-line surface: `Agent.from_model("route:model", tools=[...])`, tools from typed functions
+(`@tool`, `Tool.from_function`), typed outputs (`output_type`), per-turn limits (`max_steps`,
+`UsageLimits`), `agent.run_sync(...)` and `open_runtime()`.
+"""
 
 from __future__ import annotations
 
+from .context import RunContext
 from .hooks import (
     AgentHooks,
     AgentLike,
@@ -17,11 +23,15 @@ from .hooks import (
     TurnSignal,
     Waterfall,
 )
+from .limits import UsageLimits
 from .loop import Agent, AgentPlugin, TurnResult, UserInput
-from .tools import Tool, ToolOutcome, run_tool_call
+from .output import FINAL_TOOL
+from .setup import open_runtime
+from .tools import Tool, ToolOutcome, run_tool_call, tool
 from .wait import wait_cancellably
 
 __all__ = [
+    "FINAL_TOOL",
     "Agent",
     "AgentHooks",
     "AgentLike",
@@ -35,12 +45,16 @@ __all__ = [
     "RequestErrorWaterfall",
     "RequestHookContext",
     "Retry",
+    "RunContext",
     "Tool",
     "ToolOutcome",
     "TurnResult",
     "TurnSignal",
+    "UsageLimits",
     "UserInput",
     "Waterfall",
+    "open_runtime",
     "run_tool_call",
+    "tool",
     "wait_cancellably",
 ]

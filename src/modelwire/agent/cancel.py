@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 __all__ = ["AbortKind", "TurnCancelled", "TurnSignal", "cancellation"]
 
@@ -15,12 +15,14 @@ class TurnSignal:
     """The cancellation handle of one running turn.
 
     `cancel()` from outside the turn's task cancels that task (`run_turn` then re-raises
-    `CancelledError`); from inside it (e.g. in a hook) it only marks the turn, and the loop ends
-    it `aborted` at its next check. Cancellation always beats a returned `Retry`.
+    `CancelledError`); from inside it (e.g. in a hook, or in a tool: its task is `adopt`ed) it
+    only marks the turn, and the loop ends it `aborted` at its next check. Cancellation always
+    beats a returned `Retry`.
     """
 
     def __init__(self, task: asyncio.Task[object] | None) -> None:
         self._task = task
+        self._inside: set[asyncio.Future[Any]] = set()  # Any: whatever the adopted tasks return
         self._event = asyncio.Event()
         self.cause: AbortKind | None = None
         self.reason: str | None = None
@@ -39,9 +41,15 @@ class TurnSignal:
             self.cause = kind
             self.reason = reason
         self._event.set()
-        task = self._task
-        if task is not None and not task.done() and asyncio.current_task() is not task:
+        task, caller = self._task, asyncio.current_task()
+        inside = caller is task or caller in self._inside
+        if task is not None and not task.done() and not inside:
             task.cancel()
+
+    def adopt(self, inner: asyncio.Future[Any]) -> None:  # Any: its result is not used
+        """Count `inner` (a task the turn runs, e.g. a tool call) as inside the turn."""
+        self._inside.add(inner)
+        inner.add_done_callback(self._inside.discard)
 
     async def wait(self) -> None:
         """Return once the turn is cancelled (explicit `cancel()` calls only)."""

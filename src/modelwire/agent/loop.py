@@ -6,7 +6,8 @@ agent's request seed frozen then.
 
 Every fact lands in the session log and the log — not this object — is the source of truth: a new
 `Agent` over an existing session continues turn numbering from it and rebuilds every request from
-it. One turn per session runs at a time per agent instance.
+it. One turn per session runs at a time per agent instance. Its Steps, limits and typed output
+are run by a `TurnLoop` (`turn.py`).
 """
 
 from __future__ import annotations
@@ -15,54 +16,45 @@ import asyncio
 import contextlib
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from ..errors import ErrorCode, HarnessError, normalize_llm_failure
-from ..runtime.validation import MAX_OUTPUT_TOKENS
+from ..runtime.sync import run_sync
 from ..session.events import (
     AbortCause,
     TurnAborted,
-    TurnBlocked,
     TurnCompleted,
     TurnEnd,
     TurnEndReason,
     TurnErrored,
-    TurnMaxTokens,
     TurnStart,
 )
 from ..session.log import SessionLog
 from ..vocab import Message, ToolSchema
-from .cancel import TurnCancelled, TurnSignal, cancellation
-from .hooks import AgentHooks, Block, ErrorContext, PreStepContext
+from .cancel import TurnCancelled, TurnSignal
+from .hooks import AgentHooks, ErrorContext
 from .inputs import UserInput, as_user_message
+from .limits import UsageLimits, check_count, check_usage_limits
+from .options import check_max_tokens, check_ms, output_of, tool_map
+from .output import OutputSpec
 from .ports import RuntimeLike
 from .repair import DEFAULT_REPAIR_AFTER_MS, repair_facts
 from .request import LogView, RequestSeed, derive_messages
-from .result import TurnResult
-from .resume import ResumePoint, resume_point, resume_step
-from .step import SessionState, StepFrame, StepOutcome, StepRunner
-from .tools import Tool, tool_map
+from .result import OutputT, TurnResult
+from .setup import ConfigSource, LazyLog, default_log_url, open_runtime, split_model
+from .step import SessionState, StepRunner
+from .tools import Tool
+from .turn import TurnLoop, TurnState, open_resumed
 from .wait import Sleep
 
 __all__ = ["Agent", "AgentPlugin", "TurnResult", "UserInput"]
 
+U = TypeVar("U")
+
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(slots=True)
-class _TurnState:
-    """The running turn inside the frame: its number, where its events start, the Step count,
-    the messages entering the next Step and, when resuming, where the dead process stopped."""
-
-    turn: int
-    start_seq: int
-    step: int = 0
-    entered: list[Message] = field(default_factory=list)
-    resumed: ResumePoint | None = None
 
 
 class AgentPlugin(Protocol):
@@ -71,30 +63,21 @@ class AgentPlugin(Protocol):
     The disposer (sync or async) runs on `await agent.close()`, in reverse install order.
     """
 
-    def install(self, agent: Agent) -> object:
+    def install(self, agent: Agent[Any]) -> object:  # Any: agents of every output type
         """Register this plugin's hooks on `agent`."""
         ...
 
 
-def _check_max_tokens(value: object) -> int | None:
-    if value is None:
-        return None
-    if type(value) is not int or not 0 < value <= MAX_OUTPUT_TOKENS:
-        raise HarnessError(
-            f"agent max_tokens must be an integer in 1..{MAX_OUTPUT_TOKENS}, got {value!r}",
-            ErrorCode.INVALID_CONFIG,
-        )
-    return value
-
-
-class Agent:
+class Agent(Generic[OutputT]):
     """The Turn/Step loop over one runtime and one session log (see the module docstring).
 
-    `provider`/`model` seed the first request; `system` and `tools` go with every request (as
-    they are when a turn starts); `plugins` are installed in order (`plugin.install(agent)`).
-    `max_tokens`, when given, must be a positive safe integer (`INVALID_CONFIG` otherwise, before
-    anything else happens). `clock` (epoch ms) and `sleep` (seconds, default `asyncio.sleep`) are
-    the agent's time: the age of an open turn, and the rest of a decided retry's wait on resume.
+    `provider`/`model` seed the first request; `system` and `tools` (`Tool`s, or typed functions
+    for `Tool.from_function`) go with every request (as they are when a turn starts); `plugins`
+    are installed in order. `output_type` (msgspec struct, dataclass, TypedDict or plain type;
+    `str`/None: the answer text) is what `TurnResult.output` holds. Limits: `max_steps` and
+    `usage_limits` per turn, `output_retries` corrections, `max_parallel_tools` per step. Every
+    option is checked here (`INVALID_CONFIG` naming the field). `clock` (epoch ms) and `sleep`
+    (seconds) are the agent's time: an open turn's age, a resumed retry's wait, tool timeouts.
     """
 
     def __init__(
@@ -105,8 +88,13 @@ class Agent:
         model: str,
         *,
         system: str | None = None,
-        tools: Iterable[Tool] = (),
+        tools: Iterable[Tool | Callable[..., Any]] = (),  # Any: a tool function's parameters
         plugins: Iterable[AgentPlugin] = (),
+        output_type: type[OutputT] | None = None,
+        output_retries: int = 1,
+        max_steps: int = 50,
+        max_parallel_tools: int = 8,
+        usage_limits: UsageLimits | Mapping[str, int | None] | None = None,
         max_tokens: int | None = None,
         reasoning_effort: str | None = None,
         temperature: float | None = None,
@@ -115,19 +103,19 @@ class Agent:
         clock: Callable[[], int] | None = None,
         sleep: Sleep | None = None,
     ) -> None:
-        self.max_tokens = _check_max_tokens(max_tokens)
-        if not isinstance(repair_after_ms, (int, float)) or not repair_after_ms >= 0:
-            raise HarnessError(
-                f"agent repair_after_ms must be a number >= 0, got {repair_after_ms!r}",
-                ErrorCode.INVALID_CONFIG,
-            )
-        self.repair_after_ms = float(repair_after_ms)
-        if not isinstance(cancel_grace_ms, (int, float)) or not cancel_grace_ms > 0:
-            raise HarnessError(
-                f"agent cancel_grace_ms must be a number > 0, got {cancel_grace_ms!r}",
-                ErrorCode.INVALID_CONFIG,
-            )
-        self.cancel_grace_ms = float(cancel_grace_ms)
+        self.max_tokens = check_max_tokens(max_tokens)
+        self.repair_after_ms = check_ms("repair_after_ms", repair_after_ms, zero=True)
+        self.cancel_grace_ms = check_ms("cancel_grace_ms", cancel_grace_ms, zero=False)
+        self.max_steps = check_count("max_steps", max_steps, 1)
+        self.max_parallel_tools = check_count("max_parallel_tools", max_parallel_tools, 1)
+        self.output_retries = check_count("output_retries", output_retries, 0)
+        self.usage_limits = check_usage_limits(usage_limits)
+        tool_list = list(tool_map(tools).values())
+        self.tool_map: dict[str, Tool] = {tool.name: tool for tool in tool_list}
+        self.tool_schemas: tuple[ToolSchema, ...] = tuple(tool.schema for tool in tool_list)
+        self._outputs: dict[object, OutputSpec | None] = {}
+        self.output_type = output_type
+        self.output = output_of(output_type, self.tool_map, self._outputs)
         self.clock: Callable[[], int] = clock or _now_ms
         self.sleep: Sleep = sleep or asyncio.sleep
         self.runtime = runtime
@@ -137,9 +125,6 @@ class Agent:
         self.system = system
         self.reasoning_effort = reasoning_effort
         self.temperature = temperature
-        tool_list = list(tools)
-        self.tool_map: dict[str, Tool] = tool_map(tool_list)
-        self.tool_schemas: tuple[ToolSchema, ...] = tuple(tool.schema for tool in tool_list)
         self.hooks = AgentHooks()
         self._sessions: dict[str, SessionState] = {}
         self._inbox: dict[str, list[Message]] = {}
@@ -150,6 +135,31 @@ class Agent:
         self._closed = False
         for plugin in plugins:
             self.use(plugin)
+
+    @classmethod
+    def from_model(
+        cls,
+        model: str,
+        tools: Iterable[Tool | Callable[..., Any]] = (),  # Any: a tool function's parameters
+        log: SessionLog | str | None = None,
+        *,
+        output_type: type[OutputT] | None = None,
+        config: ConfigSource = None,
+        runtime: RuntimeLike | None = None,
+        **options: Any,  # Any: the keyword options of `Agent`, passed through
+    ) -> Agent[OutputT]:
+        """An agent on `"route:model"` with the routes of `open_runtime(config)` (or `runtime`)
+        and the log `log` (a `SessionLog`, a URL opened on first use, or None: `$MODELWIRE_LOG`,
+        else the default SQLite file in the user data dir; a URL is closed by `close()`);
+        `options` are `Agent`'s."""
+        provider, name = split_model(model)
+        url = default_log_url() if log is None else log
+        opened = LazyLog(url) if isinstance(url, str) else url
+        served = runtime if runtime is not None else open_runtime(config)
+        agent = cls(served, opened, provider, name, tools=tools, output_type=output_type, **options)
+        if opened is not url:
+            agent._disposers.insert(0, opened.close)  # the log it opened closes last
+        return agent
 
     # ---- plugins, inbox, cancellation ----------------------------------------------------------
 
@@ -194,7 +204,7 @@ class Agent:
             state = self._sessions[session_id] = SessionState(session_id)
         return state
 
-    def _runner(self) -> StepRunner:
+    def _runner(self, output: OutputSpec | None) -> StepRunner:
         """The step object of a turn starting now, with the request seed frozen now."""
         seed = RequestSeed(
             provider=self.provider,
@@ -214,11 +224,21 @@ class Agent:
             seed=seed,
             clock=self.clock,
             sleep=self.sleep,
+            output=output,
+            max_parallel_tools=self.max_parallel_tools,
         )
 
     # ---- the turn --------------------------------------------------------------------------
 
-    async def run_turn(self, session_id: str, user_input: UserInput) -> TurnResult:
+    @overload
+    async def run_turn(self, session_id: str, user_input: UserInput) -> TurnResult[OutputT]: ...
+    @overload
+    async def run_turn(
+        self, session_id: str, user_input: UserInput, *, output_type: type[U]
+    ) -> TurnResult[U]: ...
+    async def run_turn(
+        self, session_id: str, user_input: UserInput, *, output_type: object = None
+    ) -> TurnResult[Any]:  # Any: the output type of this turn (overloads above)
         """Run one new turn: `turn/start`, Steps until no tool calls remain, `turn/end`.
 
         A turn a dead process left open is repaired first (its unanswered tool calls answered
@@ -226,17 +246,35 @@ class Agent:
         chain included; `resume_turn` continues such a turn instead. Errors end the turn with
         reason `error` (returned, not raised). Cancelling the calling task writes
         `turn/end {aborted}` and re-raises `CancelledError`; a cancel issued from inside the turn
-        (a hook calling `signal.cancel()`) returns reason `aborted` instead.
+        (a hook calling `signal.cancel()`) returns reason `aborted` instead. `output_type`
+        overrides the agent's for this turn.
         """
         self._check_usable()
         first = as_user_message(user_input)
+        output = self._output(output_type)
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with lock:
             return await self._turn(
-                session_id, lambda view: self._open_new(session_id, view, first)
+                session_id, output, lambda view: self._open_new(session_id, view, first)
             )
 
-    async def resume_turn(self, session_id: str) -> TurnResult:
+    @overload
+    def run_sync(self, session_id: str, user_input: UserInput) -> TurnResult[OutputT]: ...
+    @overload
+    def run_sync(
+        self, session_id: str, user_input: UserInput, *, output_type: type[U]
+    ) -> TurnResult[U]: ...
+    def run_sync(
+        self, session_id: str, user_input: UserInput, *, output_type: Any = None
+    ) -> TurnResult[Any]:  # Any: the output type of this turn (overloads above)
+        """`run_turn` for scripts and notebooks: blocks until the turn ends. Works with no running
+        loop and inside one (every sync call runs on one background loop, `runtime.sync`);
+        `Ctrl-C` cancels the turn (`turn/end {aborted}`) and re-raises `KeyboardInterrupt`."""
+        return run_sync(lambda: self.run_turn(session_id, user_input, output_type=output_type))
+
+    async def resume_turn(
+        self, session_id: str, *, output_type: object = None
+    ) -> TurnResult[Any]:  # Any: the agent's output type, or this turn's `output_type`
         """Continue the turn a dead process left open in `session_id`, under the same number.
 
         Unlike `run_turn` nothing is abandoned: an open Step without a committed message goes on
@@ -245,18 +283,27 @@ class Agent:
         open Step whose message was committed gets `TOOL_INTERRUPTED` results for the tool calls
         without a result (tools are never run twice) and its `step/end`; then Steps go on until
         no tool calls remain. Only for a turn whose process is gone. No open turn (or no such
-        session) raises `HarnessError` `NOTHING_TO_RESUME`; everything else is as in `run_turn`.
+        session) raises `HarnessError` `NOTHING_TO_RESUME`; everything else is as in `run_turn`,
+        limits included (steps and tokens counted from the log).
         """
         self._check_usable()
+        output = self._output(output_type)
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with lock:
-            return await self._turn(session_id, lambda view: self._open_resumed(session_id, view))
+            return await self._turn(
+                session_id, output, lambda view: self._open_resumed(session_id, view)
+            )
+
+    def _output(self, output_type: object) -> OutputSpec | None:
+        if output_type is None:
+            return self.output
+        return output_of(output_type, self.tool_map, self._outputs)
 
     def _check_usable(self) -> None:
         if self._closed:
             raise HarnessError("agent is closed", ErrorCode.INVALID_ARGS)
 
-    async def _open_new(self, sid: str, view: LogView, first: Message | None) -> _TurnState:
+    async def _open_new(self, sid: str, view: LogView, first: Message | None) -> TurnState:
         turn = view.last_turn + 1
         # One conditional append: the repair and the turn number are decisions derived from
         # the view, so they land only if no other writer appended since (else STALE_WRITE).
@@ -267,22 +314,19 @@ class Agent:
         ]
         events = await self.log.append_many(sid, facts, expect_seq=view.next_seq)
         self._opened[sid] = turn
-        return _TurnState(turn, events[-1].seq, entered=[first] if first is not None else [])
+        return TurnState(turn, events[-1].seq, entered=[first] if first is not None else [])
 
-    async def _open_resumed(self, sid: str, view: LogView) -> _TurnState:
-        start = await self.log.latest(sid, "turn/start")
-        if view.open_turn is None or start is None:
-            missing = "" if await self.log.exists(sid) else " (the session does not exist)"
-            raise HarnessError(
-                f"session {sid!r} has no open turn to resume{missing}", ErrorCode.NOTHING_TO_RESUME
-            )
-        point = resume_point(await self.log.read(sid, start.seq))
-        self._opened[sid] = point.turn
-        return _TurnState(point.turn, start.seq, step=point.step, resumed=point)
+    async def _open_resumed(self, sid: str, view: LogView) -> TurnState:
+        state = await open_resumed(self.log, sid, view)
+        self._opened[sid] = state.turn
+        return state
 
     async def _turn(
-        self, sid: str, opener: Callable[[LogView], Awaitable[_TurnState]]
-    ) -> TurnResult:
+        self,
+        sid: str,
+        output: OutputSpec | None,
+        opener: Callable[[LogView], Awaitable[TurnState]],
+    ) -> TurnResult[Any]:  # Any: the turn's output type
         """The turn frame shared by `run_turn` and `resume_turn`: open, Steps, `turn/end`."""
         log = self.log
         signal = TurnSignal(asyncio.current_task())
@@ -296,7 +340,19 @@ class Agent:
         reason: TurnEndReason = TurnCompleted()
         try:
             try:
-                reason = await self._steps(sid, signal, state, self._runner())
+                steps = TurnLoop(
+                    agent=self,
+                    log=log,
+                    hooks=self.hooks,
+                    inbox=self._inbox,
+                    session=self._session(sid),
+                    signal=signal,
+                    runner=self._runner(output),
+                    max_steps=self.max_steps,
+                    usage_limits=self.usage_limits,
+                    output_retries=self.output_retries,
+                )
+                reason = await steps.run(state)
             except Exception as exc:
                 failure = normalize_llm_failure(exc)
                 reason = TurnErrored(failure)
@@ -319,51 +375,10 @@ class Agent:
             self._signals.pop(sid, None)
         await self._end(sid, turn, reason)
         messages = derive_messages(await log.read(sid, state.start_seq))
-        return TurnResult(turn, reason, messages)
-
-    async def _steps(
-        self, sid: str, signal: TurnSignal, state: _TurnState, runner: StepRunner
-    ) -> TurnEndReason:
-        """Run Steps until no tool calls (and no injected messages) remain; the turn's reason."""
-        session = self._session(sid)
-        max_tokens = False
-        more = True
-        if state.resumed is not None:
-            frame = StepFrame(session, signal, state.turn, state.step)
-            settled = await resume_step(runner, frame, state.resumed)
-            if isinstance(settled, StepOutcome):
-                max_tokens = settled.max_tokens
-                more = settled.ran_tools or bool(self._inbox.get(sid))
-            elif settled is not None:
-                return settled
-            if signal.cancelled:
-                raise cancellation()
-        while more:
-            state.entered.extend(self._inbox.pop(sid, ()))
-            if state.step == 0 and not state.entered:
-                break  # nothing to say: the turn completes without a step
-            state.step += 1
-            await self.log.flush()  # pre-step checkpoint: the previous step is durable
-            decision = await self.hooks.on_pre_step.run(
-                PreStepContext(
-                    agent=self,
-                    session_id=sid,
-                    turn=state.turn,
-                    step=state.step,
-                    messages=tuple(state.entered),
-                    signal=signal,
-                )
-            )
-            if isinstance(decision, Block):
-                return TurnBlocked()
-            state.entered = []
-            frame = StepFrame(session, signal, state.turn, state.step)
-            outcome = await runner.run(frame, tuple(decision))
-            max_tokens = max_tokens or outcome.max_tokens
-            more = outcome.ran_tools or bool(self._inbox.get(sid))
-            if signal.cancelled:
-                raise cancellation()
-        return TurnMaxTokens() if max_tokens else TurnCompleted()
+        result: TurnResult[Any] = TurnResult(turn, reason, messages, state.output)  # Any: its type
+        if output is None and isinstance(reason, TurnCompleted):  # plain text: the answer
+            result = TurnResult(turn, reason, messages, result.text)
+        return result
 
     async def _end(self, sid: str, turn: int, reason: TurnEndReason) -> None:
         """Append `turn/end` and flush; a failing flush is raised unless the turn already failed."""

@@ -6,7 +6,14 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from ..policy import RetryPolicy
-from ..vocab import AdapterDefaults, CallConfig, GenerateOptions, ModelContext, StreamChunk
+from ..vocab import (
+    AdapterDefaults,
+    CallConfig,
+    GenerateOptions,
+    ModelContext,
+    ResolvedModelInfo,
+    StreamChunk,
+)
 
 __all__ = ["PreparedCallLike", "RuntimeLike"]
 
@@ -48,4 +55,8 @@ class RuntimeLike(Protocol):
 
     def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """Stream a request through the middleware chain without a prepared call."""
+        ...
+
+    async def resolve_model_info(self, provider: str, model: str) -> ResolvedModelInfo:
+        """What the route advertises for the model (asked only for a typed output)."""
         ...

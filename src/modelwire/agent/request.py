@@ -175,7 +175,8 @@ class RequestSeed:
 
         First request of this agent instance: the agent's options, restoring the persisted
         effort only for the same provider and model when it was not adapter-defaulted (and none
-        was given). Later requests: the latest header's config minus the adapter-defaulted fields.
+        was given). Later requests: the latest header's config minus the adapter-defaulted fields
+        and the answer's shape (`output`, `tool_choice`: the step decides them per turn).
         """
         if first_request or latest is None:
             effort = self.reasoning_effort
@@ -195,6 +196,9 @@ class RequestSeed:
                 temperature=self.temperature,
             )
         config = latest.config
+        if config.output is not None or config.tool_choice is not None:
+            # the answer's shape is the turn's own: decided again for every request
+            config = msgspec.structs.replace(config, output=None, tool_choice=None)
         flags = latest.adapter_defaults
         if flags is not None and (flags.reasoning_effort or flags.max_tokens):
             config = msgspec.structs.replace(

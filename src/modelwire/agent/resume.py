@@ -13,6 +13,9 @@ settles or continues its last Step for `Agent.resume_turn`, through the turn's `
   tool calls (a tool may have side effects and may have run: it is never run again) and its
   `step/end`; the turn goes on as the Step's outcome says.
 - a turn without an open Step goes on as its last Step's outcome says.
+
+With a typed output the last Step's answer is judged again from the log (a rejected answer,
+`OUTPUT_INVALID` included, becomes a correction rather than the turn's error).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from ..session.events import (
 from ..vocab import Aborted, Error, Finish, FinishReason, LlmFailure, MaxTokens, ToolCallBlock
 from ..vocab.messages import tool_result_message
 from .cancel import cancellation
+from .output import judge, offers_final
 from .request import LogView
 from .step import FailedAttempt, StepFrame, StepOutcome, StepRunner
 from .wait import wait_cancellably
@@ -180,6 +184,8 @@ async def resume_step(
     message = point.message
     if message is None:
         if point.failure is not None:  # the Step ended in error before the turn could
+            if runner.output is not None and point.failure.code == ErrorCode.OUTPUT_INVALID:
+                return StepOutcome(False, False, runner.output.rejected(point.failure.message))
             raise LlmError.from_failure(point.failure)
         return TurnInterrupted()  # it was being cancelled (or its failure was decided on)
     if message.interrupted:
@@ -187,7 +193,12 @@ async def resume_step(
     if isinstance(point.finish, MaxTokens):
         return StepOutcome(max_tokens=True, ran_tools=False)
     calls = any(isinstance(block, ToolCallBlock) for block in message.message.content)
-    return StepOutcome(max_tokens=False, ran_tools=calls)
+    verdict = None
+    if runner.output is not None:  # the verdict on the answer, as the live Step would judge it
+        header = frame.session.view.latest_header
+        offered = offers_final(header.tools if header is not None else None)
+        verdict = judge(runner.output, offered, message.message)
+    return StepOutcome(max_tokens=False, ran_tools=calls, verdict=verdict)
 
 
 async def _before_attempt(

@@ -8,6 +8,10 @@ header and context facts → the request (spec F.3).
 A retry is another attempt of the same Step: same turn, same step, a new attempt number, a fresh
 assembler and chunk-seq list, and the request re-derived from the log. `carry_on` carries on a
 Step a dead process left open: no new `step/start`, attempts numbered on.
+
+With a typed output (`output`), each request asks for it as the route allows (`output.py`), and
+the Step's outcome carries the verdict on its answer; an attempt the runtime ends in
+`OUTPUT_INVALID` is a rejected answer (to be corrected), not a failure for `on_request_error`.
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias
+
+import msgspec
 
 from ..errors import ErrorCode, HarnessError, LlmError
 from ..never import assert_never
@@ -25,8 +31,6 @@ from ..session.events import (
     RequestHeader,
     StepEnd,
     StepStart,
-    ToolCallRecord,
-    ToolResultRecord,
     UserMessage,
 )
 from ..session.log import SessionLog
@@ -40,6 +44,7 @@ from ..vocab import (
     MaxTokens,
     Message,
     ModelSource,
+    ResolvedModelInfo,
     ToolCallBlock,
 )
 from .cancel import TurnSignal, cancellation
@@ -53,9 +58,11 @@ from .hooks import (
     RequestHookContext,
     Retry,
 )
+from .output import AnswerPlan, OutputSpec, Rejected, Verdict, judge, plan_for
 from .ports import PreparedCallLike, RuntimeLike
 from .request import LogView, RequestSeed, canonical_header, headers_equal
-from .tools import Tool, run_tool_call
+from .toolrun import ToolRun
+from .tools import Tool
 from .wait import Sleep
 
 __all__ = ["Before", "FailedAttempt", "SessionState", "StepFrame", "StepOutcome", "StepRunner"]
@@ -83,10 +90,12 @@ class StepFrame:
 
 @dataclass(frozen=True, slots=True)
 class StepOutcome:
-    """How a Step ended: whether it hit the token limit and whether tool results follow."""
+    """How a Step ended: whether it hit the token limit, whether tool results follow and, with a
+    typed output, the verdict on its answer (None: none yet, the turn goes on)."""
 
     max_tokens: bool
     ran_tools: bool
+    verdict: Verdict | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +116,17 @@ Before: TypeAlias = Callable[[], Awaitable[FailedAttempt | None]]
 class _Request:
     options: GenerateOptions
     prepared: PreparedCallLike | None
+    plan: AnswerPlan | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """The committed message of a Step's successful attempt, and whether the request offered the
+    final-answer tool."""
+
+    message: Message
+    finish: FinishReason
+    final_offered: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -114,7 +134,8 @@ class StepRunner:
     """Runs the Steps of one turn (see the module docstring); `agent` only goes into payloads.
 
     `clock` (epoch ms) and `sleep` (seconds) are what a resumed Step waits the rest of a retry
-    with; both are injectable so that no test waits in real time.
+    with, and what bounds a tool's `timeout_ms`; both are injectable so that no test waits in real
+    time. `output` is the turn's typed output; `max_parallel_tools` bounds a Step's running tools.
     """
 
     agent: AgentLike
@@ -125,6 +146,8 @@ class StepRunner:
     seed: RequestSeed
     clock: Callable[[], int]
     sleep: Sleep
+    output: OutputSpec | None = None
+    max_parallel_tools: int = 8
 
     async def run(self, frame: StepFrame, entered: tuple[Message, ...]) -> StepOutcome:
         """Run one Step: `step/start`, entered messages, attempts, tool calls; `step/end` always."""
@@ -176,19 +199,36 @@ class StepRunner:
     async def _body(self, frame: StepFrame, attempt: int, before: Before | None) -> StepOutcome:
         try:
             failed = None if before is None else await before()
-            message, finish = await self._attempts(frame, attempt, failed)
-            if isinstance(finish, MaxTokens):
+            answer = await self._attempts(frame, attempt, failed)
+            if isinstance(answer, Rejected):
+                return StepOutcome(max_tokens=False, ran_tools=False, verdict=answer)
+            if isinstance(answer.finish, MaxTokens):
                 return StepOutcome(max_tokens=True, ran_tools=False)
-            return StepOutcome(max_tokens=False, ran_tools=await self._run_tools(frame, message))
+            calls = [b for b in answer.message.content if isinstance(b, ToolCallBlock)]
+            tools = ToolRun(
+                log=self.log,
+                agent=self.agent,
+                tools=self.tools,
+                sleep=self.sleep,
+                limit=self.max_parallel_tools,
+                final=self.output if answer.final_offered else None,
+            )
+            await tools.run(frame.session.session_id, frame.turn, frame.step, frame.signal, calls)
+            verdict = None
+            if self.output is not None:
+                verdict = judge(self.output, answer.final_offered, answer.message)
+            return StepOutcome(max_tokens=False, ran_tools=bool(calls), verdict=verdict)
         finally:
             await self.log.append(frame.session.session_id, StepEnd(frame.turn, frame.step))
 
     async def _attempts(
         self, frame: StepFrame, attempt: int, failed: FailedAttempt | None
-    ) -> tuple[Message, FinishReason]:
+    ) -> _Answer | Rejected:
         sid, signal = frame.session.session_id, frame.signal
         while True:
             if failed is not None:
+                if self.output is not None and failed.failure.code == ErrorCode.OUTPUT_INVALID:
+                    return self.output.rejected(failed.failure.message)
                 decision = await self.decide(frame, failed)
                 if signal.cancelled:
                     raise cancellation()  # cancellation beats a returned Retry (spec F21)
@@ -240,32 +280,20 @@ class StepRunner:
                     source_event_seqs=seqs,
                 ),
             )
-            return message, finish
+            plan = request.plan
+            return _Answer(message, finish, plan is not None and plan.final_tool is not None)
 
-    async def _run_tools(self, frame: StepFrame, message: Message) -> bool:
-        """Run the message's tool calls in order (`tool/call`, then `tool/result`); any ran."""
-        sid, turn, step = frame.session.session_id, frame.turn, frame.step
-        calls = [block for block in message.content if isinstance(block, ToolCallBlock)]
-        for call in calls:
-            if frame.signal.cancelled:
-                raise cancellation()
-            await self.log.append(
-                sid, ToolCallRecord(turn, step, call.id, call.name, call.arguments)
-            )
-            outcome = await run_tool_call(call, self.tools)
-            await self.log.append(
-                sid,
-                ToolResultRecord(
-                    turn=turn,
-                    step=step,
-                    call_id=call.id,
-                    name=call.name,
-                    message=outcome.message,
-                    is_error=outcome.is_error,
-                    error_code=outcome.error_code,
-                ),
-            )
-        return bool(calls)
+    async def _plan(self, config: CallConfig) -> AnswerPlan | None:
+        """How this request asks for the typed output, from what the route advertises."""
+        if self.output is None:
+            return None
+        info: ResolvedModelInfo | None = None
+        try:
+            info = await self.runtime.resolve_model_info(config.provider, config.model)
+        except HarnessError as exc:
+            if exc.code != ErrorCode.NO_ADAPTER:
+                raise
+        return plan_for(self.output, info, other_tools=bool(self.seed.tools))
 
     async def _prepare(self, config: CallConfig) -> PreparedCallLike | None:
         """`prepare_call`, or None on `NO_ADAPTER` (a stream middleware may own the route)."""
@@ -298,10 +326,22 @@ class StepRunner:
                 f"agent request for session {sid!r} needs a provider and a model, got {config!r}",
                 ErrorCode.INVALID_CONFIG,
             )
+        plan = await self._plan(config)
+        system, tools = self.seed.system, self.seed.tools
+        if plan is not None:
+            config = msgspec.structs.replace(
+                config,
+                output=config.output or plan.output,
+                tool_choice=config.tool_choice or plan.tool_choice,
+            )
+            if plan.final_tool is not None:
+                tools = (*tools, plan.final_tool)
+            if plan.instruction is not None:
+                system = f"{system}\n\n{plan.instruction}" if system else plan.instruction
         prepared = await self._prepare(config)
         resolved = config if prepared is None else prepared.config
         defaults = None if prepared is None else prepared.adapter_defaults
-        header = canonical_header(resolved, defaults, self.seed.system, self.seed.tools)
+        header = canonical_header(resolved, defaults, system, tools)
         facts: list[RequestHeader | RequestContext] = []
         if first:
             facts.append(
@@ -328,5 +368,7 @@ class StepRunner:
             stop=resolved.stop,
             reasoning_effort=resolved.reasoning_effort,
             session_id=sid,
+            output=resolved.output,
+            tool_choice=resolved.tool_choice,
         )
-        return _Request(options, prepared)
+        return _Request(options, prepared, plan)

@@ -1,11 +1,19 @@
-"""Tools the model may call, and their execution into tool-result messages (never a crash)."""
+"""Tools the model may call, and their execution into tool-result messages (never a crash).
+
+A `Tool` is either written by hand — name, description, a parameters JSON Schema and a function
+of the parsed argument dict — or derived from a typed Python function (`Tool.from_function`, the
+`@tool` decorator; see `signature.py`), whose arguments are decoded into the annotated types and
+which may take the call's `RunContext`.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TypeAlias, overload
 
 import msgspec
 
@@ -23,26 +31,37 @@ from ..vocab import (
     tool_result_message,
 )
 from ..vocab.json import JsonValue
+from .context import RunContext
+from .signature import TOOL_NAME, ArgsError, Signature, signature_of
+from .wait import Sleep
 
-__all__ = ["Tool", "ToolFn", "ToolOutcome", "ToolResultValue", "run_tool_call"]
+__all__ = ["Tool", "ToolFn", "ToolOutcome", "ToolResultValue", "run_tool_call", "tool"]
 
 ToolResultValue: TypeAlias = str | Sequence[ContentBlock] | JsonValue
-"""What a tool function may return: text, content blocks, or any JSON value (rendered compactly)."""
+"""What a tool function may return: text, content blocks, or any JSON value (rendered compactly;
+msgspec structs and dataclasses too)."""
 
 ToolFn: TypeAlias = Callable[[dict[str, JsonValue]], ToolResultValue | Awaitable[ToolResultValue]]
-"""A tool implementation: receives the parsed argument object; sync or async."""
+"""A hand-written tool implementation: receives the parsed argument object; sync or async."""
 
 _BLOCK_TYPES = (TextBlock, ReasoningBlock, ImageBlock, ToolCallBlock, ToolResultBlock)
 
 
 @dataclass(frozen=True, slots=True)
 class Tool:
-    """A named tool: description and parameters JSON schema go to the model, `fn` runs the call."""
+    """A named tool: description and parameters JSON schema go to the model, `fn` runs the call.
+
+    `timeout_ms` (positive, or None for none) bounds an async tool by the agent's sleep: past it
+    the call is cancelled and answered `TOOL_TIMEOUT` (a sync function runs to completion on the
+    event loop thread). `signature` is set by `from_function` and decides how `fn` is called.
+    """
 
     name: str
     description: str
     parameters_json_schema: Mapping[str, JsonValue]
-    fn: ToolFn = field(compare=False)
+    fn: Callable[..., object] = field(compare=False)  # a `ToolFn`, or from_function's function
+    timeout_ms: float | None = None
+    signature: Signature | None = field(default=None, compare=False, repr=False)
 
     @property
     def parameters(self) -> Mapping[str, JsonValue]:
@@ -59,6 +78,47 @@ class Tool:
             )
         if not callable(self.fn):
             raise HarnessError(f"tool {self.name!r}: fn must be callable", ErrorCode.INVALID_CONFIG)
+        limit = self.timeout_ms
+        if limit is not None and (
+            isinstance(limit, bool)
+            or not isinstance(limit, (int, float))
+            or not (math.isfinite(limit) and limit > 0)
+        ):
+            raise HarnessError(
+                f"tool {self.name!r}: timeout_ms must be a positive number of milliseconds or "
+                f"None, got {limit!r}",
+                ErrorCode.INVALID_CONFIG,
+            )
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., object],
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        timeout_ms: float | None = None,
+    ) -> Tool:
+        """A tool from a typed function (sync or async): name from `fn.__name__`, description
+        and parameter texts from its docstring, parameters schema from its type hints.
+
+        An unannotated parameter, a type without a JSON Schema, `*args`/`**kwargs` or a name
+        providers refuse is `INVALID_CONFIG` naming it.
+        """
+        tool_name = name if name is not None else getattr(fn, "__name__", "")
+        if not isinstance(tool_name, str) or not TOOL_NAME.fullmatch(tool_name):
+            raise HarnessError(
+                f"tool name {tool_name!r} must be 1-64 characters of A-Z, a-z, 0-9, _ or - "
+                "(pass name=...)",
+                ErrorCode.INVALID_CONFIG,
+            )
+        sig = signature_of(fn, tool_name)
+        text = description if description is not None else sig.description
+        return cls(tool_name, text, sig.schema, fn, timeout_ms=timeout_ms, signature=sig)
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        """Call the function itself (e.g. in a test of the tool)."""
+        return self.fn(*args, **kwargs)
 
     @property
     def schema(self) -> ToolSchema:
@@ -66,13 +126,40 @@ class Tool:
         return ToolSchema(self.name, self.description, freeze_json(self.parameters_json_schema))
 
 
+@overload
+def tool(fn: Callable[..., object], /) -> Tool: ...
+@overload
+def tool(
+    *, name: str | None = None, description: str | None = None, timeout_ms: float | None = None
+) -> Callable[[Callable[..., object]], Tool]: ...
+def tool(
+    fn: Callable[..., object] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout_ms: float | None = None,
+) -> Tool | Callable[[Callable[..., object]], Tool]:
+    """Decorator: `@tool` or `@tool(name=..., description=..., timeout_ms=...)` makes a typed
+    function a `Tool` (see `Tool.from_function`)."""
+    if fn is not None:
+        return Tool.from_function(fn)
+
+    def decorate(inner: Callable[..., object]) -> Tool:
+        return Tool.from_function(inner, name, description, timeout_ms=timeout_ms)
+
+    return decorate
+
+
 @dataclass(frozen=True, slots=True)
 class ToolOutcome:
-    """The result of one call: the tool-result message and, for errors, the stable code."""
+    """The result of one call: the tool-result message and, for errors, the stable code and the
+    class name of the exception the tool raised (None when it raised nothing)."""
 
     message: Message
     is_error: bool
     error_code: str | None
+    error_class: str | None = None
 
 
 def _content_of(value: object) -> tuple[ContentBlock, ...]:
@@ -91,57 +178,111 @@ def _content_of(value: object) -> tuple[ContentBlock, ...]:
     return (TextBlock(msgspec.json.encode(value).decode()),)
 
 
-def _error(call: ToolCallBlock, code: str, text: str) -> ToolOutcome:
-    return ToolOutcome(tool_result_message(call.id, text, is_error=True), True, code)
+def _error(call: ToolCallBlock, code: str, text: str, kind: str | None = None) -> ToolOutcome:
+    return ToolOutcome(tool_result_message(call.id, text, is_error=True), True, code, kind)
 
 
-async def run_tool_call(call: ToolCallBlock, tools: Mapping[str, Tool]) -> ToolOutcome:
-    """Run one model tool call; bad arguments, unknown tools and tool errors become error results.
+class _TimedOut(Exception):
+    pass
 
-    A `HarnessError` yields a result naming the tool and the error's code; any other exception
-    yields code `TOOL_FAILED`. Only `BaseException`s that are not `Exception` (cancellation)
-    propagate.
-    """
-    tool = tools.get(call.name)
-    if tool is None:
-        return _error(call, ErrorCode.UNKNOWN_TOOL, f"unknown tool {call.name!r}")
+
+def _invocation(
+    tool: Tool, call: ToolCallBlock, context: RunContext | None
+) -> Callable[[], object] | ToolOutcome:
+    """What calling `tool` for `call` means, or the error outcome of arguments it refuses."""
+    sig = tool.signature
+    if sig is not None:
+        try:
+            args, kwargs = sig.bind(call.arguments, context)
+        except ArgsError as exc:
+            return _error(
+                call,
+                ErrorCode.INVALID_ARGS,
+                f"tool {call.name!r}: invalid arguments: {exc.message}; call it again with "
+                "arguments that match its parameters schema",
+            )
+        return lambda: tool.fn(*args, **kwargs)
     try:
-        args = msgspec.json.decode(call.arguments) if call.arguments.strip() else {}
+        parsed = msgspec.json.decode(call.arguments) if call.arguments.strip() else {}
     except msgspec.DecodeError as exc:
         return _error(
             call,
             ErrorCode.INVALID_ARGS,
             f"tool {call.name!r}: arguments are not valid JSON ({exc})",
         )
-    if not isinstance(args, dict):
+    if not isinstance(parsed, dict):
         return _error(
             call,
             ErrorCode.INVALID_ARGS,
-            f"tool {call.name!r}: arguments must be a JSON object, got {type(args).__name__}",
+            f"tool {call.name!r}: arguments must be a JSON object, got {type(parsed).__name__}",
         )
+    return lambda: tool.fn(parsed)
+
+
+async def _settled(invoke: Callable[[], object]) -> object:
+    value = invoke()
+    return await value if inspect.isawaitable(value) else value
+
+
+async def _within(invoke: Callable[[], object], timeout_ms: float | None, sleep: Sleep) -> object:
+    """Run `invoke`; past `timeout_ms` (by `sleep`) cancel it and raise `_TimedOut`. Nothing it
+    started outlives the call."""
+    if timeout_ms is None:
+        return await _settled(invoke)
+    task = asyncio.ensure_future(_settled(invoke))
+    timer = asyncio.ensure_future(sleep(timeout_ms / 1000.0))
     try:
-        result = tool.fn(args)
-        if inspect.isawaitable(result):
-            result = await result
-        content = _content_of(result)
+        await asyncio.wait((task, timer), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for pending in (task, timer):
+            pending.cancel()
+        await asyncio.gather(task, timer, return_exceptions=True)
+    if task.cancelled():
+        raise _TimedOut
+    return task.result()
+
+
+async def run_tool_call(
+    call: ToolCallBlock,
+    tools: Mapping[str, Tool],
+    context: RunContext | None = None,
+    *,
+    sleep: Sleep = asyncio.sleep,
+) -> ToolOutcome:
+    """Run one model tool call; bad arguments, unknown tools and tool errors become error results.
+
+    Arguments that do not validate give `INVALID_ARGS` naming the field; a `HarnessError` yields
+    a result naming the tool and the error's code; any other exception yields code
+    `TOOL_FAILED`; past the tool's `timeout_ms` (measured by `sleep`), `TOOL_TIMEOUT`. Raised
+    errors carry their class name. Only `BaseException`s that are not `Exception`
+    (cancellation) propagate. `context` goes to a `RunContext` parameter.
+    """
+    tool = tools.get(call.name)
+    if tool is None:
+        return _error(call, ErrorCode.UNKNOWN_TOOL, f"unknown tool {call.name!r}")
+    invoke = _invocation(tool, call, context)
+    if isinstance(invoke, ToolOutcome):
+        return invoke
+    try:
+        content = _content_of(await _within(invoke, tool.timeout_ms, sleep))
+    except _TimedOut:
+        return _error(
+            call,
+            ErrorCode.TOOL_TIMEOUT,
+            f"tool {call.name!r} did not finish within {tool.timeout_ms:g} ms [TOOL_TIMEOUT]",
+        )
     except HarnessError as exc:
-        return _error(call, exc.code, f"tool {call.name!r} failed [{exc.code}]: {exc.message}")
+        return _error(
+            call,
+            exc.code,
+            f"tool {call.name!r} failed [{exc.code}]: {exc.message}",
+            type(exc).__name__,
+        )
     except Exception as exc:
         return _error(
             call,
             ErrorCode.TOOL_FAILED,
             f"tool {call.name!r} failed [{ErrorCode.TOOL_FAILED}]: {type(exc).__name__}: {exc}",
+            type(exc).__name__,
         )
     return ToolOutcome(tool_result_message(call.id, content), False, None)
-
-
-def tool_map(tools: Iterable[Tool]) -> dict[str, Tool]:
-    """Index tools by name; a duplicate name raises `INVALID_CONFIG`."""
-    out: dict[str, Tool] = {}
-    for tool in tools:
-        if not isinstance(tool, Tool):
-            raise HarnessError(f"not a Tool: {tool!r}", ErrorCode.INVALID_CONFIG)
-        if tool.name in out:
-            raise HarnessError(f"duplicate tool name {tool.name!r}", ErrorCode.INVALID_CONFIG)
-        out[tool.name] = tool
-    return out

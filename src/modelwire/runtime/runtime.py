@@ -8,10 +8,10 @@ missing route still surfaces as `NO_ADAPTER` when the result is awaited.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
-from typing import Any, cast
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import cast
 
-from ..errors import ErrorCode, LlmError
+from ..errors import ErrorCode, InvalidRequestError, LlmError, categorized
 from ..policy import RetryPolicy
 from ..vocab import (
     AdapterDefaults,
@@ -27,6 +27,7 @@ from ..vocab import (
     StreamChunk,
     call_config_equals,
 )
+from ..vocab.typing import Coro
 from .adapter import LlmAdapter
 from .boundary import ChunkStream, guard_adapter
 from .directory import DirectoryRegistration, Discover, DiscoveryRegistry, ProviderDirectory
@@ -51,6 +52,7 @@ from .prepared import CONFIG_DRIFT_MESSAGE, PreparedCall
 from .registry import AdapterRegistry, Registration, Route
 from .replay_filter import filter_replay_state
 from .scope import Scope
+from .sync import run_sync
 from .validation import call_config_problem, options_problem
 
 __all__ = ["LlmRuntime"]
@@ -65,7 +67,7 @@ def _check_config(config: CallConfig) -> None:
         getattr(config, "output", None), getattr(config, "tool_choice", None)
     )
     if problem is not None:
-        raise LlmError(f"invalid call config: {problem}", ErrorCode.INVALID_OPTION)
+        raise InvalidRequestError(f"invalid call config: {problem}", ErrorCode.INVALID_OPTION)
 
 
 def _owned(remove: Callable[[], None], scope: Scope | None) -> Callable[[], None]:
@@ -155,7 +157,7 @@ class LlmRuntime:
 
     # ---- model metadata ------------------------------------------------------------------
 
-    def list_models(self, provider: str) -> Coroutine[Any, Any, list[ModelInfo]]:
+    def list_models(self, provider: str) -> Coro[list[ModelInfo]]:
         """The route's advisory catalog, validated (`INVALID_CATALOG`) and detached."""
         return self._list_models(provider, self._registry.routes.get(provider))
 
@@ -164,9 +166,7 @@ class LlmRuntime:
             raise _no_adapter(provider)
         return check_catalog(provider, await route.adapter.list_models(provider))
 
-    def resolve_model_info(
-        self, provider: str, model: str
-    ) -> Coroutine[Any, Any, ResolvedModelInfo]:
+    def resolve_model_info(self, provider: str, model: str) -> Coro[ResolvedModelInfo]:
         """Exact-model metadata from the route's adapter, validated (`INVALID_MODEL_*`)."""
         return self._resolve_on(self._registry.routes.get(provider), provider, model)
 
@@ -175,13 +175,20 @@ class LlmRuntime:
     ) -> ResolvedModelInfo:
         if route is None:
             raise _no_adapter(provider)
-        return check_model_info(provider, model, await route.adapter.resolve_model(provider, model))
+        try:
+            info = await route.adapter.resolve_model(provider, model)
+        except LlmError as exc:  # raised by its category (`ModelNotFoundError`, `AuthError`, ...)
+            twin = categorized(exc)
+            if twin is exc:
+                raise
+            raise twin from exc
+        return check_model_info(provider, model, info)
 
     def _route_of(self, config: CallConfig) -> Route | None:
         provider: object = getattr(config, "provider", None)
         return self._registry.routes.get(provider) if isinstance(provider, str) else None
 
-    def resolve_call_config(self, config: CallConfig) -> Coroutine[Any, Any, CallConfig]:
+    def resolve_call_config(self, config: CallConfig) -> Coro[CallConfig]:
         """Materialize adapter defaults into `config` (the same object when nothing changed).
 
         A malformed config (see `validation`) raises `INVALID_OPTION` when awaited.
@@ -193,7 +200,7 @@ class LlmRuntime:
         info = await self._resolve_on(route, config.provider, config.model)
         return materialize(config, info)
 
-    def prepare_call(self, config: CallConfig) -> Coroutine[Any, Any, PreparedCall]:
+    def prepare_call(self, config: CallConfig) -> Coro[PreparedCall]:
         """Resolve `config` once against the current registration and pin both for dispatch.
 
         A malformed config (see `validation`) raises `INVALID_OPTION` when awaited, before the
@@ -304,6 +311,14 @@ class LlmRuntime:
         return await dispatch_generate(
             chain, options, lambda opts: assemble_call(opts, self.stream(opts))
         )
+
+    def generate_sync(self, options: GenerateOptions) -> GenerateResult:
+        """`generate` for scripts and notebooks: blocks until the call is assembled.
+
+        Works with no running loop and inside one (see `runtime.sync`: every sync call runs on
+        one background loop); `Ctrl-C` cancels the call and re-raises `KeyboardInterrupt`.
+        """
+        return run_sync(lambda: self.generate(options))
 
     def stream_blocks(self, options: GenerateOptions) -> AsyncIterator[ContentBlock]:
         """One call as completed content blocks; a failure finish raises its `LlmError`."""

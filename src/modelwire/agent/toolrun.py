@@ -1,0 +1,114 @@
+"""The tool calls of one step: logged in call order, run concurrently, results committed in order.
+
+Every `tool/call` is appended first (one append, in call order); then the calls run as tasks, at
+most `limit` at a time, and each `tool/result` is appended as soon as it and every earlier result
+are in, so the log always holds a prefix of the results in call order. Cancelling the turn
+(also from inside a tool, through its `RunContext.signal`) cancels the running calls and waits
+for them (no task outlives the step); calls left without a result are answered
+`TOOL_INTERRUPTED` by the next `run_turn` or `resume_turn`, as a sequential step's would be. A call of the final-answer tool is answered by validating its arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..errors import ErrorCode
+from ..session.events import ToolCallRecord, ToolResultRecord
+from ..session.log import SessionLog
+from ..vocab import ToolCallBlock, tool_result_message
+from .cancel import TurnSignal, cancellation
+from .context import RunContext
+from .hooks import AgentLike
+from .output import FINAL_TOOL, Accepted, OutputSpec
+from .tools import Tool, ToolOutcome, run_tool_call
+from .wait import Sleep
+
+__all__ = ["ToolRun"]
+
+FINAL_ACCEPTED = "final answer received"
+
+
+def _final_outcome(spec: OutputSpec, call: ToolCallBlock) -> ToolOutcome:
+    verdict = spec.parse(call.arguments or "{}")
+    if isinstance(verdict, Accepted):
+        return ToolOutcome(tool_result_message(call.id, FINAL_ACCEPTED), False, None)
+    text = (
+        f"the final answer does not validate: {verdict.problem}; call `{FINAL_TOOL}` again "
+        "with a corrected answer"
+    )
+    message = tool_result_message(call.id, text, is_error=True)
+    return ToolOutcome(message, True, ErrorCode.OUTPUT_INVALID)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRun:
+    """How the tool calls of a step run: the tools, at most `limit` at a time, timed by `sleep`;
+    `final` is the output spec when the request offered the final-answer tool."""
+
+    log: SessionLog
+    agent: AgentLike
+    tools: Mapping[str, Tool]
+    sleep: Sleep
+    limit: int
+    final: OutputSpec | None
+
+    async def run(
+        self, sid: str, turn: int, step: int, signal: TurnSignal, calls: Sequence[ToolCallBlock]
+    ) -> None:
+        """Log, run and answer `calls` (see the module docstring)."""
+        if not calls:
+            return
+        if signal.cancelled:
+            raise cancellation()
+        await self.log.append_many(
+            sid, [ToolCallRecord(turn, step, c.id, c.name, c.arguments) for c in calls]
+        )
+        gate = asyncio.Semaphore(self.limit)
+
+        async def one(call: ToolCallBlock) -> ToolOutcome:
+            async with gate:
+                if self.final is not None and call.name == FINAL_TOOL:
+                    return _final_outcome(self.final, call)
+                context = RunContext(
+                    agent=self.agent,
+                    log=self.log,
+                    session_id=sid,
+                    turn=turn,
+                    step=step,
+                    call_id=call.id,
+                    tool=call.name,
+                    signal=signal,
+                )
+                return await run_tool_call(call, self.tools, context, sleep=self.sleep)
+
+        tasks = [asyncio.ensure_future(one(call)) for call in calls]
+        for task in tasks:
+            signal.adopt(task)  # a tool cancelling the turn only marks it (as a hook would)
+        watch = asyncio.ensure_future(signal.wait())
+        try:
+            for call, task in zip(calls, tasks, strict=True):
+                await asyncio.wait((task, watch), return_when=asyncio.FIRST_COMPLETED)
+                if not task.done():
+                    raise cancellation()
+                outcome = task.result()
+                await self.log.append(
+                    sid,
+                    ToolResultRecord(
+                        turn=turn,
+                        step=step,
+                        call_id=call.id,
+                        name=call.name,
+                        message=outcome.message,
+                        is_error=outcome.is_error,
+                        error_code=outcome.error_code,
+                        error_class=outcome.error_class,
+                    ),
+                )
+        finally:
+            for pending in (*tasks, watch):
+                pending.cancel()
+            await asyncio.gather(*tasks, watch, return_exceptions=True)
+        if signal.cancelled:
+            raise cancellation()

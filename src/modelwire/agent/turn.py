@@ -1,0 +1,157 @@
+"""The Steps of one turn (`TurnLoop`): run until no tool calls remain, a limit or the answer.
+
+`Agent` opens and closes a turn (`turn/start`, repair, `turn/end`) and hands its Steps to one
+`TurnLoop`, which runs them through the turn's `StepRunner`: the pre-step checkpoint and hook,
+the limits checked before every step past the first (`limits.py`), and, with a typed output, the
+verdict on each Step's answer (accepted: the turn completes; rejected: an `output/correction`,
+until `output_retries` are spent, then `OUTPUT_INVALID`). A resumed turn first settles the Step
+the dead process left open (`resume.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import ErrorCode, HarnessError, OutputInvalidError
+from ..events import OutputCorrection
+from ..session.events import TurnBlocked, TurnCompleted, TurnEndReason, TurnMaxTokens
+from ..session.log import SessionLog
+from ..vocab import Message
+from .cancel import TurnSignal, cancellation
+from .hooks import AgentHooks, AgentLike, Block, PreStepContext
+from .limits import TurnUsage, UsageLimits, exceeded
+from .output import Accepted, Rejected
+from .request import LogView
+from .resume import ResumePoint, resume_point, resume_step
+from .step import SessionState, StepFrame, StepOutcome, StepRunner
+
+__all__ = ["TurnLoop", "TurnState", "open_resumed"]
+
+
+@dataclass(slots=True)
+class TurnState:
+    """The running turn inside the frame: its number, where its events start, the Step count,
+    the messages entering the next Step, when resuming where the dead process stopped, the output
+    corrections so far (and the step of the last one) and the accepted output."""
+
+    turn: int
+    start_seq: int
+    step: int = 0
+    entered: list[Message] = field(default_factory=list)
+    resumed: ResumePoint | None = None
+    corrections: int = 0
+    corrected_step: int = 0
+    output: object = None
+
+
+async def open_resumed(log: SessionLog, sid: str, view: LogView) -> TurnState:
+    """The state of the open turn of `sid` a dead process left, read from the log (its Steps and
+    output corrections so far); no open turn is `NOTHING_TO_RESUME`."""
+    start = await log.latest(sid, "turn/start")
+    if view.open_turn is None or start is None:
+        missing = "" if await log.exists(sid) else " (the session does not exist)"
+        raise HarnessError(
+            f"session {sid!r} has no open turn to resume{missing}", ErrorCode.NOTHING_TO_RESUME
+        )
+    events = await log.read(sid, start.seq)
+    point = resume_point(events)
+    steps = [e.data.step for e in events if isinstance(e.data, OutputCorrection)]
+    state = TurnState(point.turn, start.seq, point.step, resumed=point, corrections=len(steps))
+    state.corrected_step = max(steps, default=0)
+    return state
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnLoop:
+    """The Steps of one turn of `agent` in `session` (see the module docstring); `inbox` is the
+    agent's queue of injected messages per session."""
+
+    agent: AgentLike
+    log: SessionLog
+    hooks: AgentHooks
+    inbox: dict[str, list[Message]]
+    session: SessionState
+    signal: TurnSignal
+    runner: StepRunner
+    max_steps: int
+    usage_limits: UsageLimits | None
+    output_retries: int
+
+    async def run(self, state: TurnState) -> TurnEndReason:
+        """Run Steps until no tool calls (and no injected messages) remain; the turn's reason."""
+        session, signal, runner = self.session, self.signal, self.runner
+        sid = session.session_id
+        max_tokens = False
+        more = True
+        usage = TurnUsage(self.log, sid, state.turn, state.start_seq)
+        if state.resumed is not None:
+            frame = StepFrame(session, signal, state.turn, state.step)
+            settled = await resume_step(runner, frame, state.resumed)
+            if isinstance(settled, StepOutcome):
+                max_tokens = settled.max_tokens
+                more = settled.ran_tools or bool(self.inbox.get(sid))
+                if await self._answered(state, settled):
+                    return TurnCompleted()
+                more = more or bool(state.entered)
+            elif settled is not None:
+                return settled
+            if signal.cancelled:
+                raise cancellation()
+        while more:
+            state.entered.extend(self.inbox.pop(sid, ()))
+            if state.step == 0 and not state.entered:
+                break  # nothing to say: the turn completes without a step
+            limit = await exceeded(self.max_steps, state.step, self.usage_limits, usage)
+            if limit is not None:
+                return limit
+            state.step += 1
+            await self.log.flush()  # pre-step checkpoint: the previous step is durable
+            decision = await self.hooks.on_pre_step.run(
+                PreStepContext(
+                    agent=self.agent,
+                    session_id=sid,
+                    turn=state.turn,
+                    step=state.step,
+                    messages=tuple(state.entered),
+                    signal=signal,
+                )
+            )
+            if isinstance(decision, Block):
+                return TurnBlocked()
+            state.entered = []
+            frame = StepFrame(session, signal, state.turn, state.step)
+            outcome = await runner.run(frame, tuple(decision))
+            max_tokens = max_tokens or outcome.max_tokens
+            more = outcome.ran_tools or bool(self.inbox.get(sid))
+            if await self._answered(state, outcome):
+                return TurnCompleted()
+            more = more or bool(state.entered)
+            if signal.cancelled:
+                raise cancellation()
+        return TurnMaxTokens() if max_tokens else TurnCompleted()
+
+    async def _answered(self, state: TurnState, outcome: StepOutcome) -> bool:
+        """Act on a Step's verdict: True once the answer is accepted; a rejected one is logged
+        as a correction (its message enters the next Step) until the retries are spent."""
+        verdict, output = outcome.verdict, self.runner.output
+        if isinstance(verdict, Accepted):
+            state.output = verdict.value
+            return True
+        if output is None or not isinstance(verdict, Rejected):
+            return False
+        if state.corrected_step == state.step:  # logged before the process died: ask again only
+            state.entered.extend(() if verdict.correction is None else (verdict.correction,))
+            return False
+        if state.corrections >= self.output_retries:
+            raise OutputInvalidError(
+                f"the answer does not validate against output_type {output.name} after "
+                f"{state.corrections} correction(s): {verdict.problem}",
+                ErrorCode.OUTPUT_INVALID,
+            )
+        state.corrections += 1
+        state.corrected_step = state.step
+        correction = OutputCorrection(state.turn, state.step, state.corrections, verdict.problem)
+        await self.log.append(self.session.session_id, correction)
+        if verdict.correction is not None:
+            state.entered.append(verdict.correction)
+        return False
