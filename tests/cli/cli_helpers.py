@@ -1,7 +1,11 @@
-"""Helpers for the CLI tests (imported by the test modules and `conftest.py`): run `python -m modelwire.cli` as a subprocess in a clean environment.
+"""Helpers for the CLI tests (imported by the test modules and `conftest.py`): run the real
+`modelwire` command as a subprocess in a clean environment.
 
-Every run gets its own user data/config dirs (so the default log never touches the real home),
-no provider keys, no colours, and a wide terminal so rich does not wrap lines.
+The command is the console script installed beside the interpreter running the tests (else
+`python -m modelwire`), with `PYTHONPATH` pointing at this tree's `src`. Every run gets its own
+user data/config dirs (so the default log and key file never touch the real home), no provider
+keys, no colours, a wide terminal so rich does not wrap lines, and stdin from /dev/null unless a
+test pipes something in. `PtyCli` runs the command on a pseudo-terminal for the interactive cases.
 """
 
 from __future__ import annotations
@@ -15,6 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def modelwire_argv() -> list[str]:
+    """The `modelwire` command: the installed console script, else `python -m modelwire`."""
+    script = Path(sys.executable).with_name("modelwire")
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-m", "modelwire"]
 
 
 @dataclass(frozen=True)
@@ -50,56 +62,89 @@ RunCli = Callable[..., CliResult]
 
 
 def make_runner(home: Path) -> RunCli:
-    """A synchronous runner: `run(*args, env={...}, timeout=60) -> CliResult`."""
+    """A synchronous runner: `run(*args, env={...}, input=None, timeout=60, cwd=home)`."""
 
-    def run(*args: str, env: Mapping[str, str] | None = None, timeout: float = 60) -> CliResult:
+    def run(
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        input: str | bytes | None = None,
+        timeout: float = 60,
+        cwd: Path | None = None,
+    ) -> CliResult:
+        data = input.encode() if isinstance(input, str) else input
         proc = subprocess.run(
-            [sys.executable, "-m", "modelwire.cli", *args],
+            [*modelwire_argv(), *args],
             env=cli_env(home, env),
-            cwd=home,
+            cwd=cwd or home,
+            input=data,
+            stdin=subprocess.DEVNULL if data is None else None,
             capture_output=True,
-            text=True,
             timeout=timeout,
             check=False,
         )
-        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+        return CliResult(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
     return run
 
 
 async def spawn_cli(
-    home: Path, args: Sequence[str], env: Mapping[str, str] | None = None
+    home: Path,
+    args: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    *,
+    stdin: bytes | None = b"",
 ) -> asyncio.subprocess.Process:
-    """Start the CLI without waiting (for tests that serve HTTP from this event loop)."""
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "modelwire.cli",
+    """Start the CLI without waiting (for tests that serve HTTP from this event loop).
+
+    `stdin` is written and closed at once (`chat` reads a piped stdin to its end); None leaves
+    the pipe open for the test to write and close.
+    """
+    proc = await asyncio.create_subprocess_exec(
+        *modelwire_argv(),
         *args,
         env=cli_env(home, env),
-        cwd=home,
+        cwd=cwd or home,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
+    if stdin is not None:
+        assert proc.stdin is not None
+        proc.stdin.write(stdin)
+        await proc.stdin.drain()
+        proc.stdin.close()
+    return proc
 
 
 async def run_cli_async(
-    home: Path, args: Sequence[str], env: Mapping[str, str] | None = None, timeout: float = 60
+    home: Path,
+    args: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+    input: str | bytes = b"",
+    cwd: Path | None = None,
 ) -> CliResult:
-    """Run the CLI to completion while this event loop keeps serving."""
-    proc = await spawn_cli(home, args, env)
+    """Run the CLI to completion while this event loop keeps serving (stdin: `input`, then EOF)."""
+    data = input.encode() if isinstance(input, str) else input
+    proc = await spawn_cli(home, args, env, cwd, stdin=data)
     out, err = await asyncio.wait_for(proc.communicate(), timeout)
     assert proc.returncode is not None
     return CliResult(proc.returncode, out.decode(), err.decode())
 
 
-def assert_one_line_error(result: CliResult, *needles: str) -> None:
-    """Exit code 2, one `error:` line on stderr naming every needle, no traceback."""
-    assert result.code == 2, (result.code, result.out, result.err)
+def assert_one_line_error(result: CliResult, *needles: str, code: int = 2) -> None:
+    """Exit code `code`, one `error:` line on stderr naming every needle, no traceback."""
+    assert result.code == code, (result.code, result.out, result.err)
     lines = result.err.strip().splitlines()
     assert len(lines) == 1, result.err
     assert lines[0].startswith("error: "), lines[0]
     assert "Traceback" not in result.err + result.out
     for needle in needles:
         assert needle in lines[0], (needle, lines[0])
+
+
+def write_config(path: Path, base_url: str, extra: str = "") -> str:
+    """A config file whose built-in `deepseek` route talks to `base_url`; returns its path."""
+    path.write_text(f'[deepseek]\nbase_url = "{base_url}"\n{extra}', encoding="utf-8")
+    return str(path)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from cli_helpers import CliResult, RunCli, cli_env, make_runner
+from cli_helpers import CliResult, RunCli, cli_env, make_runner, modelwire_argv
 
 from modelwire.session import (
     AssistantMessage,
@@ -93,16 +92,32 @@ def test_demo_prints_a_usage_table(demo_run: tuple[CliResult, str, str]) -> None
     assert "384" in result.out  # cache-read tokens of the second step
 
 
-def test_sessions_show_prints_the_demo_session(
+def test_sessions_show_events_lists_the_demo_session(
     run_cli: RunCli, demo_run: tuple[CliResult, str, str]
 ) -> None:
     _, url, session_id = demo_run
-    shown = run_cli("sessions", "show", session_id, "--log", url)
+    shown = run_cli("sessions", "show", session_id, "--log", url, "--events")
     assert shown.code == 0, shown.err
     for needle in ("turn/start", "llm/retry", "SERVER", "tool/result", "calculator → 550"):
         assert needle in shown.out, needle
     assert shown.out.count("assistant/message") == 2
     assert "550 minutes" in shown.out
+
+
+def test_sessions_show_prints_the_demo_session_as_a_transcript(
+    run_cli: RunCli, demo_run: tuple[CliResult, str, str]
+) -> None:
+    _, url, session_id = demo_run
+    shown = run_cli("sessions", "show", session_id, "--log", url)
+    assert shown.code == 0, shown.err
+    lines = shown.out.splitlines()
+    assert lines[0].startswith(f"session {session_id} · deepseek/")
+    assert any(line.startswith("you: ") for line in lines)
+    assert any(line.startswith("→ calculator ") for line in lines)
+    assert any(line.startswith("← calculator = 550") for line in lines)
+    assert any(line.startswith("↻ retry 1 of step 2") and "SERVER" in line for line in lines)
+    assert "550 minutes" in shown.out
+    assert lines[-1] == "turn 1 completed"
 
 
 def test_sessions_show_json_lists_every_event(
@@ -145,7 +160,7 @@ def test_demo_default_log_is_under_the_user_data_dir(run_cli: RunCli, tmp_path: 
 def test_demo_prints_its_banner_first(tmp_path: Path) -> None:
     env = cli_env(tmp_path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "modelwire.cli", "demo", "--log", "memory:", "--delay-ms", "0"],
+        [*modelwire_argv(), "demo", "--log", "memory:", "--delay-ms", "0"],
         env=env,
         cwd=tmp_path,
         stdout=subprocess.PIPE,

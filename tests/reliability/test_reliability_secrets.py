@@ -107,11 +107,19 @@ async def test_secrets_never_reach_cli_output_or_the_session_log(
     base = ("--config", cfg, "--log", log)
 
     server.behaviour = sse_response(good_events("deepseek", "deepseek says hi"))
-    out = await cli(tmp_path, "chat", "hello", *base, "--session", "ok-deepseek")
+    out = await cli(tmp_path, "chat", "hello", *base, "--session", "ok-deepseek", "--new")
     assert "deepseek says hi" in out
     server.behaviour = sse_response(good_events("openai-responses", "responses says hi"))
     out = await cli(
-        tmp_path, "chat", "hello", "--provider", "rel-responses", *base, "--session", "ok-resp"
+        tmp_path,
+        "chat",
+        "hello",
+        "--provider",
+        "rel-responses",
+        *base,
+        "--session",
+        "ok-resp",
+        "--new",
     )
     assert "responses says hi" in out
 
@@ -134,6 +142,7 @@ async def test_secrets_never_reach_cli_output_or_the_session_log(
                 *base,
                 "--session",
                 f"fail-{i}-{len(debug)}",
+                "--new",
                 *debug,
                 expect=None,
             )

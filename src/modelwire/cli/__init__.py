@@ -1,7 +1,8 @@
-"""The `modelwire` command: an offline demo, chat, and session inspection.
+"""The `modelwire` command: an offline demo, chat, sessions, keys and log inspection.
 
-`main()` is the console-script entry point (`[project.scripts] modelwire`). Command-line usage
-errors print one `error: ...` line and exit with code 2.
+`main()` is the console-script entry point (`[project.scripts] modelwire`; also
+`python -m modelwire`). Command-line usage errors print one `error: ...` line and exit with code
+2; the exit codes of every command are listed in `cli.errors`.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Run the `modelwire` command with `argv` (default: `sys.argv[1:]`) and exit."""
     import typer
     import typer.main
-    from typer._click import exceptions as click_errors  # typer vendors click
+    from typer._click import exceptions as click_errors  # typer vendors click (pyproject pins)
 
     from .app import app
-    from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED
+    from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, quiet_stdout
+    from .helpformat import polish
 
     command = typer.main.get_command(app)
+    polish(command)
     try:
         result = command.main(
             args=list(argv) if argv is not None else sys.argv[1:],
@@ -44,4 +47,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     except click_errors.ClickException as err:
         sys.stderr.write(f"error: {err.format_message()}\n")
         raise SystemExit(err.exit_code) from None
+    except BrokenPipeError:  # `modelwire … --help | head -1`
+        quiet_stdout()
+        raise SystemExit(EXIT_INTERRUPTED) from None
     raise SystemExit(result if isinstance(result, int) else 0)

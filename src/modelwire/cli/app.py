@@ -1,7 +1,8 @@
 """The `modelwire` command tree (typer): argument parsing only; each command imports its work lazily.
 
 Heavy modules (aiohttp, adapters, the session log, the agent loop) are imported inside the command
-bodies, so `modelwire --help` and the demo's first line appear immediately.
+bodies, so `modelwire --help` and the demo's first line appear immediately. `chat` lives in
+`cmd_chat`, `sessions …` in `cmd_sessions`, `keys …` and `logs …` in `cmd_keys`.
 """
 
 from __future__ import annotations
@@ -10,60 +11,86 @@ from typing import Annotated
 
 import typer
 
+from .cmd_chat import register as register_chat
+from .cmd_keys import keys_app, logs_app
+from .cmd_sessions import sessions_app
 from .errors import run_async
+from .options import ConfigOption, DebugOption, JsonOption, LogOption, examples
+from .ui import ui
 
 __all__ = ["app"]
 
+ROOT_HELP = """Stream from LLM providers through one vocabulary, with a durable session log.
+
+Start with `modelwire demo` (offline, no key), then `modelwire chat "…"` with DEEPSEEK_API_KEY
+set (or `modelwire keys set deepseek`). `modelwire COMMAND --help` shows each command's options
+and examples.
+"""
+
+EXIT_CODES = (
+    "Exit codes: 0 success; 1 the provider or the turn failed; 2 usage error (bad arguments, "
+    "config, route, model, session, key, log path, or an empty prompt); 130 cancelled (Ctrl-C, "
+    "or stdout closed)."
+)
+
 app = typer.Typer(
     name="modelwire",
-    help="Stream from LLM providers through one vocabulary, with a durable session log.",
+    help=ROOT_HELP,
+    epilog=EXIT_CODES,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"max_content_width": 100},
 )
-sessions_app = typer.Typer(
-    help="Inspect or resume sessions stored in a session log.",
-    no_args_is_help=True,
-    add_completion=False,
+
+
+def _version(value: bool) -> None:
+    """`--version`: the installed distribution's version, as `modelwire.__version__` reads it
+    (the CLI sits below the top package in the layering, so it asks the metadata itself)."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            installed = version("modelwire")
+        except PackageNotFoundError:
+            installed = "0+unknown"
+        typer.echo(f"modelwire {installed}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print the version and exit.",
+            callback=_version,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    """Stream from LLM providers through one vocabulary, with a durable session log."""
+
+
+@app.command(
+    short_help="Run one agent turn offline (no key, no network).",
+    epilog=examples("modelwire demo", "modelwire demo --log memory: --delay-ms 0"),
 )
-app.add_typer(sessions_app, name="sessions")
-
-LogOption = Annotated[
-    str | None,
-    typer.Option(
-        "--log",
-        metavar="URL",
-        help="Session log: memory:, sqlite:///PATH or postgresql://... "
-        "[default: $MODELWIRE_LOG, else SQLite under the user data dir]",
-        show_default=False,
-    ),
-]
-DebugOption = Annotated[
-    bool, typer.Option("--debug", help="Show tracebacks instead of one-line errors.")
-]
-ConfigOption = Annotated[
-    str | None,
-    typer.Option(
-        "--config",
-        metavar="FILE",
-        help="Config file (.toml/.yaml) with provider routes "
-        "[default: $MODELWIRE_CONFIG, else config.toml in the user config dir if present]",
-        show_default=False,
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-
-
-@app.command()
 def demo(
     log: LogOption = None,
     delay_ms: Annotated[
-        int, typer.Option("--delay-ms", min=0, max=1000, help="Pause between streamed frames.")
+        int,
+        typer.Option(
+            "--delay-ms", min=0, max=1000, metavar="MS", help="Pause between streamed frames."
+        ),
     ] = 12,
     debug: DebugOption = False,
 ) -> None:
-    """Run an agent turn offline against a local DeepSeek-compatible server (no key, no network)."""
+    """Run an agent turn offline against a local DeepSeek-compatible server: the real adapter,
+    a tool call, a retried HTTP 503, token usage, all written to the session log."""
     from .demo import print_header
 
     print_header()
@@ -76,134 +103,25 @@ def demo(
     run_async(go, debug=debug)
 
 
-@app.command()
-def chat(
-    prompt: Annotated[
-        str | None, typer.Argument(help="Send one message and exit (default: interactive).")
-    ] = None,
-    provider: Annotated[
-        str | None, typer.Option("--provider", metavar="ROUTE", help="Provider route.")
-    ] = None,
-    model: Annotated[str | None, typer.Option("--model", metavar="ID", help="Model id.")] = None,
-    session: Annotated[
-        str | None,
-        typer.Option("--session", metavar="ID", help="Continue this session (default: new)."),
-    ] = None,
-    system: Annotated[
-        str | None, typer.Option("--system", metavar="TEXT", help="System prompt.")
-    ] = None,
-    config: ConfigOption = None,
-    log: LogOption = None,
-    debug: DebugOption = False,
-) -> None:
-    """Chat with a model: one-shot with PROMPT, else an interactive loop (Ctrl-C cancels)."""
-
-    async def go() -> int:
-        from .chat import ChatRequest, run_chat
-
-        request = ChatRequest(
-            prompt=prompt,
-            provider=provider,
-            model=model,
-            session_id=session,
-            system=system,
-            config_path=config,
-            log_option=log,
-        )
-        return await run_chat(request)
-
-    run_async(go, debug=debug)
+register_chat(app)
+app.add_typer(sessions_app, name="sessions")
+app.add_typer(keys_app, name="keys")
+app.add_typer(logs_app, name="logs")
 
 
-@sessions_app.command("list")
-def sessions_list(
-    log: LogOption = None, json_out: JsonOption = False, debug: DebugOption = False
-) -> None:
-    """List the sessions in the log."""
-
-    async def go() -> int:
-        from .sessions import list_sessions
-
-        return await list_sessions(log_option=log, as_json=json_out)
-
-    run_async(go, debug=debug)
-
-
-@sessions_app.command("show")
-def sessions_show(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id.")],
-    log: LogOption = None,
-    json_out: JsonOption = False,
-    debug: DebugOption = False,
-) -> None:
-    """Print a session's events: turns, steps, messages, tool calls, retries."""
-
-    async def go() -> int:
-        from .sessions import show_session
-
-        return await show_session(session_id, log_option=log, as_json=json_out)
-
-    run_async(go, debug=debug)
-
-
-@sessions_app.command("usage")
-def sessions_usage(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id.")],
-    log: LogOption = None,
-    json_out: JsonOption = False,
-    debug: DebugOption = False,
-) -> None:
-    """Token usage of a session per provider call (turn, step, attempt) and in total."""
-
-    async def go() -> int:
-        from .sessions import show_usage
-
-        return await show_usage(session_id, log_option=log, as_json=json_out)
-
-    run_async(go, debug=debug)
-
-
-@sessions_app.command("export")
-def sessions_export(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id.")],
-    file: Annotated[str, typer.Argument(metavar="FILE", help="Where to write the export.")],
-    log: LogOption = None,
-    debug: DebugOption = False,
-) -> None:
-    """Write a session to FILE (replayable with `modelwire replay FILE`)."""
-
-    async def go() -> int:
-        from .sessions import export_to_file
-
-        return await export_to_file(session_id, file, log_option=log)
-
-    run_async(go, debug=debug)
-
-
-@sessions_app.command("resume")
-def sessions_resume(
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="Session id.")],
-    config: ConfigOption = None,
-    log: LogOption = None,
-    debug: DebugOption = False,
-) -> None:
-    """Continue the turn a killed process left open in session ID (same turn, same retry count)."""
-
-    async def go() -> int:
-        from .resume import resume_session
-
-        return await resume_session(session_id, config_path=config, log_option=log)
-
-    run_async(go, debug=debug)
-
-
-@app.command()
+@app.command(
+    short_help="Re-run an exported session offline.",
+    epilog=examples("modelwire sessions export ID s.jsonl && modelwire replay s.jsonl"),
+)
 def replay(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="A session export.")],
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="A session export.", show_default=False)
+    ],
     log: LogOption = None,
     debug: DebugOption = False,
 ) -> None:
-    """Re-run an exported session's turns offline against its recorded model responses."""
+    """Re-run an exported session's turns offline against its recorded model responses and
+    check that they reproduce."""
 
     async def go() -> int:
         from .replay import run_replay
@@ -213,11 +131,15 @@ def replay(
     run_async(go, debug=debug)
 
 
-@app.command()
+@app.command(
+    short_help="List the provider routes.",
+    epilog=examples("modelwire providers", "modelwire providers --json"),
+)
 def providers(
     config: ConfigOption = None, json_out: JsonOption = False, debug: DebugOption = False
 ) -> None:
-    """List the provider routes: the built-in `deepseek` route and the configured ones."""
+    """List the provider routes (the built-in `deepseek` route and the configured ones) with
+    whether their key is present, and the catalog providers a config section would enable."""
 
     async def go() -> int:
         from .routes import list_providers
@@ -227,14 +149,20 @@ def providers(
     run_async(go, debug=debug)
 
 
-@app.command()
+@app.command(
+    short_help="List a route's models.",
+    epilog=examples("modelwire models deepseek", "modelwire models openai --json"),
+)
 def models(
-    route: Annotated[str, typer.Argument(metavar="ROUTE", help="Provider route.")],
+    route: Annotated[
+        str, typer.Argument(metavar="ROUTE", help="Provider route.", show_default=False)
+    ],
     config: ConfigOption = None,
     json_out: JsonOption = False,
     debug: DebugOption = False,
 ) -> None:
-    """List a route's models (its catalog, or the models its config declares)."""
+    """List a route's models: its catalog, or the models its config declares (a catalog
+    provider that is not configured yet shows its catalog models and how to enable it)."""
 
     async def go() -> int:
         from .routes import list_models
@@ -242,3 +170,10 @@ def models(
         return await list_models(route, config_path=config, as_json=json_out)
 
     run_async(go, debug=debug)
+
+
+app.command(
+    "ui",
+    short_help="Browse the session log in a local web page (read-only).",
+    epilog=examples("modelwire ui", "modelwire ui --log sqlite:////srv/sessions.db --port 9000"),
+)(ui)

@@ -1,34 +1,40 @@
-"""`modelwire chat`: one-shot or interactive chat through an `Agent`, with Ctrl-C cancellation.
+"""`modelwire chat`: one prompt (argument and/or stdin) or an interactive session, via an `Agent`.
 
-Routes come from `routes.build_routes` (the built-in `deepseek` route needs `DEEPSEEK_API_KEY`;
-configured routes come from the config file). Every turn is written to the session log. Ctrl-C
-during a stream cancels the turn: the agent loop commits the interrupted prefix, and the command
-exits with code 130 (one-shot) or returns to the prompt (interactive). Ctrl-C at the prompt exits
-with code 130; end of input (Ctrl-D) exits with 0.
+Which session: a new one (`chat-…`), `--session ID` (an existing one; `--new` to start one with
+that id) or `-c` (the most recently active chat session; demo and replay sessions are skipped).
+A continued session keeps its route, model and system prompt unless `-m`/`-s` say otherwise.
+Which route and model: `-m route:model` (or `-m model`, or `--provider`), else the session's,
+else the config file's `[default]`, else the built-in `deepseek` route and its first model.
+
+Output and exit codes: see `chatview` (stdout holds only the answer) and `errors` (0 answer,
+1 failed turn, 2 usage error, 130 cancelled).
 """
 
 from __future__ import annotations
 
-import signal
+import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING
 
-from rich.console import Console
+import msgspec
 from rich.text import Text
 
+from ..session import RequestHeader
+from .chatopts import combine_prompt, parse_options, read_stdin_prompt, split_model
+from .chatoutput import outcome_json, print_answer, report_outcome
+from .chatsession import ChatSession
 from .config import load_config
-from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, fail
-from .interrupt import run_interruptible
-from .routes import BUILTIN_ROUTE, Route, build_routes
+from .errors import fail
+from .routes import BUILTIN_ROUTE, Route, RouteSet, build_routes, choose_model
 
 if TYPE_CHECKING:
-    from ..agent import Agent
     from ..session import SessionLog
-    from .live import LiveView
+    from .chatview import ChatView
 
 __all__ = ["ChatRequest", "choose_model", "run_chat"]
 
-Outcome: TypeAlias = Literal["completed", "interrupted", "failed"]
+SKIPPED_BY_CONTINUE = ("demo-", "replay-")
+"""Session id prefixes `-c` never picks (the demo's and replay's own sessions)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,135 +42,157 @@ class ChatRequest:
     """The parsed `chat` command line."""
 
     prompt: str | None
-    provider: str | None
-    model: str | None
-    session_id: str | None
-    system: str | None
-    config_path: str | None
-    log_option: str | None
+    provider: str | None = None
+    model: str | None = None
+    session_id: str | None = None
+    new: bool = False
+    continue_last: bool = False
+    system: str | None = None
+    options: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    stream: bool = True
+    reasoning: bool = True
+    as_json: bool = False
+    config_path: str | None = None
+    log_option: str | None = None
 
 
-async def choose_model(route: Route, wanted: str | None) -> str:
-    """`wanted` if the route lists it (or lists nothing), else the route's first model.
+def _explicit_route(request: ChatRequest, routes: RouteSet) -> tuple[str | None, str | None]:
+    route, model = (None, None)
+    if request.model is not None:
+        route, model = split_model(request.model, routes.routes)
+    if request.provider is not None:
+        if route is not None and route != request.provider:
+            fail(
+                f"-m {request.model!r} names route {route!r} but --provider says {request.provider!r}"
+            )
+        route = request.provider
+    return route, model
 
-    An id the route's catalog does not list is a one-line `CliError` naming route and model.
-    """
-    ids = [m.id for m in await route.adapter.list_models(route.name)]
-    if wanted is None:
-        if not ids:
-            fail(f"route {route.name!r} lists no models: pass --model ID")
-        return ids[0]
-    if ids and wanted not in ids:
+
+async def _pick_route(
+    request: ChatRequest, routes: RouteSet, header: RequestHeader | None
+) -> tuple[Route, str, str | None]:
+    """The route, model and system prompt of the first turn (see the module docstring)."""
+    defaults = routes.config.default
+    wanted_route, wanted_model = _explicit_route(request, routes)
+    previous = header.header.config if header is not None else None
+    name = wanted_route or (previous.provider if previous else None)
+    name = name or defaults.provider or BUILTIN_ROUTE
+    route = routes.get(name)
+    if route.missing_env is not None:
+        var = route.missing_env
         fail(
-            f"unknown model {wanted!r} for route {route.name!r} (known: {', '.join(ids)}; "
-            f"see `modelwire models {route.name}`)"
+            f"{var} is not set: export {var}=<your key> or store one with `modelwire keys set "
+            f"{name}` to use the {name!r} route, or pick another route with -m ROUTE:MODEL "
+            "(see `modelwire providers`)"
         )
-    return wanted
+    model = wanted_model
+    if model is None and previous is not None and previous.provider == name:
+        model = previous.model
+    if model is None and defaults.provider in (None, name):
+        model = defaults.model
+    chosen = await choose_model(route, model)
+    system = request.system
+    if system is None:
+        system = header.header.system if header is not None else defaults.system
+    return route, chosen, system or None
+
+
+async def _pick_session(
+    log: SessionLog, url: str, request: ChatRequest
+) -> tuple[str, RequestHeader | None]:
+    from .demo import new_session_id
+    from .logs import shown_url
+
+    if request.continue_last:
+        infos = [
+            i for i in await log.sessions() if not i.session_id.startswith(SKIPPED_BY_CONTINUE)
+        ]
+        if not infos:
+            fail(f"no chat session to continue in {shown_url(url)} (start one without -c)")
+        session_id = max(infos, key=lambda i: (i.last_time, i.session_id)).session_id
+    elif request.session_id is not None:
+        session_id = request.session_id
+        exists = await log.exists(session_id)
+        if exists and request.new:
+            fail(
+                f"session {session_id!r} already exists in {shown_url(url)}: drop --new to continue it"
+            )
+        if not exists and not request.new:
+            fail(
+                f"no session {session_id!r} in {shown_url(url)} (pass --new to start a session "
+                "with this id; see `modelwire sessions list`)"
+            )
+        if not exists:
+            return session_id, None
+    else:
+        return new_session_id("chat"), None
+    latest = await log.latest(session_id, "request/header")
+    header = latest.data if latest is not None and isinstance(latest.data, RequestHeader) else None
+    return session_id, header
 
 
 async def run_chat(request: ChatRequest) -> int:
     """Run the chat command; returns the exit code."""
-    config = load_config(request.config_path)
-    routes = build_routes(config)
-    defaults = config.default
-    name = request.provider or defaults.provider or BUILTIN_ROUTE
-    route = routes.get(name)
-    if route.missing_env is not None:
-        fail(
-            f"{route.missing_env} is not set: export {route.missing_env}=<your key> to use the "
-            f"{name!r} route, or pick a configured route with --provider (see `modelwire providers`)"
-        )
-    default_model = defaults.model if defaults.provider in (None, name) else None
-    model = await choose_model(route, request.model or default_model)
-    system = request.system if request.system is not None else defaults.system
-
-    from ..agent import Agent
-    from ..retry import RetryPlugin
-    from ..runtime import LlmRuntime
-    from .demo import new_session_id
-    from .live import LiveView
     from .logs import open_cli_log
+    from .tools import resolve_tools
 
-    console = Console(highlight=False, soft_wrap=True)
-    async with open_cli_log(request.log_option) as (log, _url):
-        session_id = request.session_id or new_session_id("chat")
-        runtime = LlmRuntime()
-        routes.register(runtime, [name])
-        view = LiveView(console)
-        runtime.use(view.middleware)
-        agent = Agent(
-            runtime=runtime,
+    if request.continue_last and request.session_id is not None:
+        fail("-c continues the most recent session and --session names one: pass only one")
+    if request.new and request.session_id is None:
+        fail("--new starts the session named by --session ID: pass --session too")
+    interactive = request.prompt is None and sys.stdin is not None and sys.stdin.isatty()
+    if interactive and request.as_json:
+        fail("--json prints one answer: pass PROMPT or pipe the prompt on stdin")
+    prompt = None if interactive else combine_prompt(request.prompt, read_stdin_prompt())
+    options = parse_options(request.options)
+    tools = resolve_tools(request.tools)
+    routes = build_routes(load_config(request.config_path))
+    continuing = request.continue_last or request.session_id is not None
+    if not continuing:  # a missing key or unknown model fails before the log is touched
+        await _pick_route(request, routes, None)
+    async with open_cli_log(request.log_option) as (log, url):
+        session_id, header = await _pick_session(log, url, request)
+        route, model, system = await _pick_route(request, routes, header)
+        chat = ChatSession(
             log=log,
-            provider=name,
+            routes=routes,
+            session_id=session_id,
+            route=route.name,
             model=model,
             system=system,
-            tools=[],
-            plugins=[view, RetryPlugin()],
+            options=options,
+            tools=tools,
+            view=_view(request),
         )
-        console.print(f"[dim]session {session_id} · {name}/{model}[/]")
+        if not request.as_json:
+            note = " (continued)" if header is not None else ""
+            chat.view.console.print(
+                Text(f"session {session_id}{note} · {route.name}/{model}", style="dim")
+            )
         try:
-            if request.prompt is not None:
-                outcome = await _turn(agent, log, session_id, request.prompt, console, view)
-                return {"completed": 0, "failed": EXIT_FAILURE, "interrupted": EXIT_INTERRUPTED}[
-                    outcome
-                ]
-            return await _interactive(agent, log, session_id, console, view)
+            if prompt is None:
+                from .interactive import run_interactive
+
+                return await run_interactive(chat, stream=request.stream)
+            outcome = await chat.send(prompt)
         finally:
-            await agent.close()
+            await chat.close()
+    if request.as_json:
+        sys.stdout.write(msgspec.json.encode(outcome_json(outcome, chat)).decode() + "\n")
+    elif not request.stream and outcome.answer:
+        print_answer(outcome.answer)
+    chat.view.finish()
+    report_outcome(outcome, chat)
+    return outcome.exit_code
 
 
-async def _turn(
-    agent: Agent, log: SessionLog, session_id: str, text: str, console: Console, view: LiveView
-) -> Outcome:
-    """Run one turn; SIGINT cancels it (the loop commits the interrupted prefix)."""
-    result, interrupted = await run_interruptible(agent.run_turn(session_id, text))
-    if result is None or interrupted:
-        view.printer.close()
-        console.print("[yellow]^C — cancelled; the partial answer is saved in the session[/]")
-        return "interrupted"
-    view.printer.close()
-    kind = result.reason.kind
-    if kind == "completed":
-        return "completed"
-    if kind == "aborted":
-        return "interrupted"
-    if kind == "max-tokens":
-        console.print("[yellow]the answer hit the output-token limit[/]")
-        return "completed"
-    from ..session import TurnEnd
-    from .render import turn_reason_text
+def _view(request: ChatRequest) -> ChatView:
+    from .chatview import ChatView, answer_sink
 
-    event = await log.latest(session_id, "turn/end")
-    end = event.data if event is not None and isinstance(event.data, TurnEnd) else None
-    detail = turn_reason_text(end.reason) if end is not None else kind
-    console.print(Text(f"✗ the turn ended {detail}", style="bold red"))
-    return "failed"
-
-
-def _read_line(console: Console) -> str | None:
-    """Read one prompt line; None at end of input. Ctrl-C raises KeyboardInterrupt."""
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        return console.input("[bold green]you>[/] ")
-    except EOFError:
-        return None
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-async def _interactive(
-    agent: Agent, log: SessionLog, session_id: str, console: Console, view: LiveView
-) -> int:
-    console.print("[dim]type a message; Ctrl-C cancels a reply, Ctrl-D or /exit quits[/]")
-    while True:
-        try:
-            line = _read_line(console)
-        except KeyboardInterrupt:
-            console.print()
-            return EXIT_INTERRUPTED
-        if line is None or line.strip() in ("/exit", "/quit"):
-            console.print()
-            return 0
-        if not line.strip():
-            continue
-        await _turn(agent, log, session_id, line, console, view)
+    streaming = request.stream and not request.as_json
+    return ChatView(
+        sink=answer_sink(sys.stdout) if streaming else None,
+        reasoning=request.reasoning and not request.as_json,
+    )

@@ -38,8 +38,10 @@ __all__ = [
     "CliConfig",
     "DefaultRoute",
     "default_config_path",
+    "default_log_path",
     "default_log_url",
     "load_config",
+    "normalize_log_url",
     "resolve_log_url",
 ]
 
@@ -50,7 +52,8 @@ LOG_ENV: Final = "MODELWIRE_LOG"
 """Environment variable naming the session-log URL when `--log` is not given."""
 
 _UNKNOWN_FIELD: Final = re.compile(r"Object contains unknown field `(.+?)`(?: - at `(\$[^`]*)`)?")
-_LOG_SCHEMES: Final = ("memory:", "sqlite:///", "postgresql://", "postgres://")
+_SCHEME: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+"""A URL scheme of two or more letters (a one-letter "scheme" is a Windows drive: a path)."""
 
 
 class DefaultRoute(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -153,13 +156,26 @@ def _path_text(message: str) -> str:
     return message.replace("`$.", "`").replace("`$`", "the top level")
 
 
-def default_log_url() -> str:
-    """The embedded SQLite log under the user data dir (the directory is created on demand)."""
+def default_log_path() -> Path:
+    """`sessions.db` under the user data dir: the log every command uses without --log."""
     from platformdirs import user_data_dir
 
-    directory = Path(user_data_dir("modelwire"))
-    directory.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{directory / 'sessions.db'}"
+    return Path(user_data_dir("modelwire")) / "sessions.db"
+
+
+def default_log_url(*, create: bool = True) -> str:
+    """The default log's URL; `create` makes its directory (a one-line error if it cannot)."""
+    path = default_log_path()
+    if create:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            fail(
+                f"cannot create the session log directory {path.parent} "
+                f"({err.strerror or err}): pass --log PATH (or set ${LOG_ENV}) to a writable "
+                "place, or --log memory: for a log that ends with the process"
+            )
+    return f"sqlite:///{path}"
 
 
 def _shown(url: str) -> str:
@@ -168,18 +184,58 @@ def _shown(url: str) -> str:
     return redact_url(url)
 
 
-def resolve_log_url(option: str | None) -> str:
-    """`--log` if given, else `$MODELWIRE_LOG`, else the default SQLite file; checks the scheme."""
-    url = option or os.environ.get(LOG_ENV) or default_log_url()
-    if not url.startswith(_LOG_SCHEMES):
-        fail(
-            f"unsupported log URL {_shown(url)!r}: use memory:, sqlite:///PATH "
-            "or postgresql://HOST/DB"
-        )
-    if url.startswith("sqlite:///"):
-        db = Path(url.removeprefix("sqlite:///"))
-        if not db.is_absolute():
-            db = Path.cwd() / db
-        if not db.parent.is_dir():
-            fail(f"log URL {_shown(url)!r}: directory {db.parent} does not exist")
-    return url
+def resolve_log_url(option: str | None, *, create: bool = True) -> str:
+    """`--log` if given, else `$MODELWIRE_LOG`, else the default SQLite file, normalized.
+
+    A plain path (`~` expanded) is a SQLite file; `sqlite:///relative.db` is relative to the
+    current directory and `sqlite:////absolute.db` absolute. SQLite URLs come back absolute
+    (`sqlite:////…`), so a printed command works from any directory. A missing directory is a
+    one-line error, and for a relative `sqlite:///` URL it explains the four-slash form.
+    """
+    if option:
+        return normalize_log_url(option, "--log")
+    named = os.environ.get(LOG_ENV)
+    if named:
+        return normalize_log_url(named, f"${LOG_ENV}")
+    return default_log_url(create=create)
+
+
+def normalize_log_url(raw: str, source: str) -> str:  # noqa: RET503 (the end fails)
+    """The canonical form of a log URL or path given by `source` (see `resolve_log_url`)."""
+    scheme = _SCHEME.match(raw)
+    if scheme is None:
+        return _sqlite_file(Path(raw).expanduser(), raw, source, relative_url=False)
+    name = scheme.group(1).lower()
+    if name == "memory" and raw.lower() in ("memory:", "memory://"):
+        return raw
+    if name in ("postgresql", "postgres"):
+        return raw
+    if name == "sqlite":
+        if raw[:10].lower() != "sqlite:///" or "?" in raw or "#" in raw:
+            fail(
+                f"{source} {_shown(raw)!r} is not a SQLite file URL: write sqlite:///relative.db, "
+                "sqlite:////absolute/path.db (four slashes), or just the file path"
+            )
+        path = Path(raw[10:]).expanduser()
+        return _sqlite_file(path, raw, source, relative_url=not path.is_absolute())
+    fail(
+        f"unsupported log URL {_shown(raw)!r} ({source}): use a file path, "
+        "sqlite:////absolute/path.db, memory: or postgresql://HOST/DB"
+    )
+
+
+def _sqlite_file(path: Path, raw: str, source: str, *, relative_url: bool) -> str:
+    full = Path(os.path.abspath(path))
+    if full.is_dir():
+        fail(f"{source} {raw!r}: {full} is a directory, not a database file")
+    if not full.parent.is_dir():
+        hint = ""
+        if relative_url:
+            absolute = Path("/") / path
+            hint = (
+                f"; sqlite:/// with three slashes names a path relative to the current directory "
+                f"({Path.cwd()}): for the absolute path {absolute} write sqlite:///{absolute} "
+                "(four slashes) or pass the path itself"
+            )
+        fail(f"{source} {raw!r}: directory {full.parent} does not exist{hint}")
+    return f"sqlite:///{full}"

@@ -1,13 +1,20 @@
 """How CLI commands fail: one line on stderr and a stable exit code, tracebacks only with --debug.
 
-Exit codes: 0 success; 1 an unexpected failure (or a turn that ended in a model error);
-2 bad input (missing or malformed config, unknown route or model, unreachable log URL, missing
-credential); 130 interrupted by Ctrl-C.
+Exit codes (the same for every command; `modelwire --help` lists them):
+
+- 0: success (for `chat`: an answer, also one cut off at the output-token limit);
+- 1: the provider or the turn failed (an HTTP error, a refused request, a failed tool loop), or an
+  unexpected error;
+- 2: usage error: bad arguments or options, a missing or malformed config file, an unknown route,
+  model or session, a missing credential, a log URL or directory that cannot be used (missing,
+  read-only), an empty prompt;
+- 130: cancelled: Ctrl-C, or the reader of stdout went away (`modelwire chat … | head -1`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Final, NoReturn
@@ -19,6 +26,8 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "CliError",
     "fail",
+    "os_error_text",
+    "quiet_stdout",
     "run_async",
 ]
 
@@ -30,19 +39,25 @@ BAD_INPUT_CODES: Final = frozenset(
     {
         "NO_ADAPTER",
         "UNKNOWN_MODEL",
+        "MODEL_NOT_FOUND",
         "INVALID_CONFIG",
         "INVALID_CATALOG",
         "INVALID_ARGS",
+        "INVALID_OPTION",
+        "UNSUPPORTED_OPTION",
         "MISSING_CREDENTIAL",
         "INVALID_CREDENTIAL",
         "SESSION_NOT_FOUND",
+        "INVALID_SESSION_ID",
+        "NOTHING_TO_RESUME",
         "LOG_UNAVAILABLE",
         "LOG_CORRUPT",
         "INVALID_REPLAY_FILE",
         "UNSUPPORTED_REASONING_EFFORT",
     }
 )
-"""Harness error codes that mean "the user's input is wrong" (exit code 2, no traceback)."""
+"""Harness error codes that mean "the user's input is wrong" (exit code 2, no traceback); a turn
+that fails with one of them (e.g. `-o reasoning_effort=` a model does not offer) exits 2 too."""
 
 
 class CliError(Exception):
@@ -64,9 +79,30 @@ def _one_line(text: str) -> str:
 
 
 def _exit(message: str, code: int) -> NoReturn:
-    sys.stderr.write(f"error: {_one_line(message)}\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(f"error: {_one_line(message)}\n")
+        sys.stderr.flush()
+    except OSError:  # stderr itself is gone: the exit code is all that is left
+        pass
     raise SystemExit(code)
+
+
+def quiet_stdout() -> None:
+    """Point file descriptor 1 at /dev/null after a broken pipe, so that the interpreter's final
+    flush of `sys.stdout` cannot print "Exception ignored … BrokenPipeError" on the way out."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no usable stdout at all: nothing to protect
+        pass
+
+
+def os_error_text(err: OSError) -> str:
+    """`filename (strerror)` for an `OSError` (callers that write through a temporary file catch
+    the error themselves and name the target instead, never the temporary name)."""
+    reason = err.strerror or type(err).__name__
+    return f"{err.filename} ({reason})" if err.filename else reason
 
 
 def run_async(main: Callable[[], Coroutine[object, object, int]], *, debug: bool) -> NoReturn:
@@ -86,6 +122,9 @@ def run_async(main: Callable[[], Coroutine[object, object, int]], *, debug: bool
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         raise SystemExit(EXIT_INTERRUPTED) from None
+    except BrokenPipeError:
+        quiet_stdout()
+        raise SystemExit(EXIT_INTERRUPTED) from None
     except CliError as err:
         if debug:
             raise
@@ -98,6 +137,12 @@ def run_async(main: Callable[[], Coroutine[object, object, int]], *, debug: bool
         _exit(f"{err} [{code_text}]", exit_code)
     except (SystemExit, asyncio.CancelledError):
         raise
+    except OSError as err:
+        if debug:
+            raise
+        if err.filename is None:
+            _exit(f"{type(err).__name__}: {err} (rerun with --debug for the traceback)", 1)
+        _exit(f"cannot use {os_error_text(err)}", EXIT_BAD_INPUT)
     except Exception as err:  # the last line of defence: one line unless --debug
         if debug:
             raise

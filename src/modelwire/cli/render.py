@@ -7,6 +7,7 @@ complete, failures in red). `event_line` turns one durable event into a one-line
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from typing import assert_never
 
@@ -68,7 +69,10 @@ __all__ = [
     "block_text",
     "event_line",
     "failure_text",
+    "fold",
+    "message_answer",
     "message_text",
+    "print_table",
     "turn_reason_text",
     "usage_table",
 ]
@@ -172,6 +176,29 @@ def message_text(message: Message) -> str:
     return " | ".join(" ".join(block_text(b).split()) for b in message.content) or "(empty)"
 
 
+def message_answer(message: Message) -> str:
+    """The text blocks of a message joined: what a reader calls its answer."""
+    return "".join(b.text for b in message.content if isinstance(b, TextBlock))
+
+
+def fold(text: str, *, lines: int, chars: int) -> tuple[str, int]:
+    """`text` cut to at most `lines` lines and `chars` characters; returns (shown, hidden count).
+
+    The hidden count is in characters (0: nothing was cut).
+    """
+    cut = len(text) if len(text) <= chars else chars
+    newline = -1
+    for _ in range(lines):
+        newline = text.find("\n", newline + 1, cut)
+        if newline < 0:
+            break
+    if newline >= 0:
+        cut = min(cut, newline)
+    if cut >= len(text):
+        return text, 0
+    return text[:cut].rstrip(), len(text) - cut
+
+
 def turn_reason_text(reason: TurnEndReason) -> str:
     """The kind of a turn end, with its failure or abort cause."""
     match reason:
@@ -181,8 +208,12 @@ def turn_reason_text(reason: TurnEndReason) -> str:
             return f"error — {failure_text(failure)}"
         case TurnAborted(reason=cause):
             return f"aborted by {cause.kind}" + (f" ({cause.reason})" if cause.reason else "")
-        case _:
-            assert_never(reason)
+        case _:  # a reason newer than this module (e.g. an agent limit): its kind and fields
+            limit = getattr(reason, "limit", None)
+            if limit is not None:
+                used, most = getattr(reason, "used", "?"), getattr(reason, "max", "?")
+                return f"{reason.kind} — {limit} reached ({used} of at most {most})"
+            return str(getattr(reason, "kind", "ended"))
 
 
 def _usage_text(usage: TokenUsage) -> str:
@@ -274,3 +305,13 @@ def usage_table(title: str, rows: Iterable[tuple[str, TokenUsage]], total: Token
     table.add_section()
     table.add_row("total", *cells(total), style="bold")
     return table
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Print `table`; off a terminal without the padding rich leaves at the end of each line."""
+    if console.is_terminal:
+        console.print(table)
+        return
+    with console.capture() as captured:
+        console.print(table)
+    sys.stdout.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))

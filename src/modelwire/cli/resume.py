@@ -3,26 +3,63 @@
 The route, model and system prompt come from the session's latest `request/header` (the request
 the dead process was making), the route's adapter from the config file (as for `chat`). A retry
 the dead process decided is honoured: only the rest of its wait. Ctrl-C cancels the resumed turn
-(exit code 130). A session without an open turn is a one-line error (exit code 2).
+(exit code 130). Output follows `chat`: the answer on stdout, the rest on stderr.
+
+A session without an open turn is a one-line error (exit code 2) that says how its last turn
+ended and why: completed, failed (with the failure), cancelled (with the reason recorded, e.g.
+`Ctrl-C` or `stdout closed (broken pipe)`), or closed as interrupted because its process died and
+a later turn was started.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from rich.console import Console
 from rich.text import Text
 
+from ..session import Event, TurnAborted, TurnEnd, TurnErrored, TurnInterrupted
+from .chatopts import CallOptions
 from .config import load_config
-from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, fail
-from .interrupt import run_interruptible
+from .errors import fail
+from .render import failure_text
 from .routes import build_routes
 
-if TYPE_CHECKING:
-    from ..agent import Agent
-    from .live import LiveView
+__all__ = ["last_turn_story", "resume_session"]
 
-__all__ = ["resume_session"]
+
+def last_turn_story(events: list[Event]) -> str:
+    """How the session's last turn ended, in words."""
+    end = next((e.data for e in reversed(events) if isinstance(e.data, TurnEnd)), None)
+    if end is None:
+        return "it has no turn"
+    reason = end.reason
+    where = f"turn {end.turn}"
+    match reason:
+        case TurnAborted(reason=cause):
+            why = cause.reason or {"user": "by the user"}.get(cause.kind, f"by {cause.kind}")
+            return f"{where} was cancelled ({why}); its partial answer is saved"
+        case TurnInterrupted():
+            return (
+                f"{where} was closed as interrupted: the process running it stopped before the "
+                "turn ended (killed or crashed), and a later turn closed it"
+            )
+        case TurnErrored(failure=failure):
+            return f"{where} failed: {failure_text(failure)}"
+        case _:
+            return f"{where} ended {reason.kind}"
+
+
+def _open_story(events: list[Event], turn: int) -> str:
+    """Where the dead process stopped in the open turn."""
+    last = events[-1] if events else None
+    if last is None:
+        return ""
+    chunks = sum(
+        1 for e in events if e.type == "assistant/chunk" and getattr(e.data, "turn", 0) == turn
+    )
+    streamed = f", after {chunks} streamed chunk(s)" if chunks else ""
+    return (
+        f"its process stopped before the turn ended (killed or crashed): last event "
+        f"{last.type} at seq {last.seq}{streamed}"
+    )
 
 
 async def resume_session(
@@ -32,20 +69,24 @@ async def resume_session(
     config = load_config(config_path)
     routes = build_routes(config)
 
-    from ..agent import Agent
     from ..agent.request import LogView
-    from ..retry import RetryPlugin
-    from ..runtime import LlmRuntime
-    from .live import LiveView
+    from .chatoutput import report_outcome
+    from .chatsession import ChatSession
+    from .chatview import ChatView, answer_sink
     from .logs import open_cli_log, shown_url
     from .sessions import read_session
 
-    console = Console(highlight=False, soft_wrap=True)
     async with open_cli_log(log_option) as (log, url):
+        events = await read_session(log, session_id, url)
         view = LogView()
-        view.feed(await read_session(log, session_id, url))
-        if view.open_turn is None:
-            fail(f"session {session_id!r} in {shown_url(url)} has no open turn to resume")
+        view.feed(events)
+        turn = view.open_turn
+        if turn is None:
+            fail(
+                f"session {session_id!r} in {shown_url(url)} has no open turn to resume: "
+                f"{last_turn_story(events)} (continue the conversation with "
+                f"`modelwire chat --session {session_id}`)"
+            )
         header = view.latest_header
         if header is None:
             fail(f"session {session_id!r} has no request to resume from (no request/header)")
@@ -53,44 +94,35 @@ async def resume_session(
         route = routes.get(name)
         if route.missing_env is not None:
             fail(
-                f"{route.missing_env} is not set: export {route.missing_env}=<your key> to resume "
-                f"session {session_id!r} on the {name!r} route"
+                f"{route.missing_env} is not set: export {route.missing_env}=<your key> (or "
+                f"`modelwire keys set {name}`) to resume session {session_id!r} on the "
+                f"{name!r} route"
             )
-        runtime = LlmRuntime()
-        routes.register(runtime, [name])
-        live = LiveView(console)
-        runtime.use(live.middleware)
-        agent = Agent(
-            runtime=runtime,
+        import sys
+
+        live = ChatView(sink=answer_sink(sys.stdout), reasoning=True)
+        chat = ChatSession(
             log=log,
-            provider=name,
+            routes=routes,
+            session_id=session_id,
+            route=name,
             model=model,
             system=header.system,
-            plugins=[live, RetryPlugin()],
+            options=CallOptions(),
+            tools=[],
+            view=live,
         )
-        console.print(
-            f"[dim]resuming turn {view.open_turn} of session {session_id} · {name}/{model}[/]"
+        live.console.print(
+            Text(
+                f"resuming turn {turn} of session {session_id} · {name}/{model} — "
+                f"{_open_story(events, turn)}",
+                style="dim",
+            )
         )
         try:
-            return await _resume(agent, session_id, console, live)
+            outcome = await chat.resume()
         finally:
-            await agent.close()
-
-
-async def _resume(agent: Agent, session_id: str, console: Console, live: LiveView) -> int:
-    """Run `resume_turn`; SIGINT cancels it."""
-    result, interrupted = await run_interruptible(agent.resume_turn(session_id))
-    if result is None or interrupted:
-        live.printer.close()
-        console.print("[yellow]^C — cancelled; the partial answer is saved in the session[/]")
-        return EXIT_INTERRUPTED
-    live.printer.close()
-    from .render import turn_reason_text
-
-    kind = result.reason.kind
-    if kind in ("completed", "max-tokens"):
-        return 0
-    if kind == "aborted":
-        return EXIT_INTERRUPTED
-    console.print(Text(f"✗ the turn ended {turn_reason_text(result.reason)}", style="bold red"))
-    return EXIT_FAILURE
+            await chat.close()
+    live.finish()
+    report_outcome(outcome, chat)
+    return outcome.exit_code

@@ -1,8 +1,10 @@
 """Provider routes for the CLI: the built-in `deepseek` route plus the config file's routes.
 
 `build_routes(config)` constructs the adapters (never touching the network) and knows, per route,
-whether its credential is present. `modelwire providers` and `modelwire models ROUTE` print them,
-together with the installed catalog's providers that a config section would enable.
+which variable holds its key and whether it is set. A key stored with `modelwire keys set ROUTE`
+fills that variable for the adapters while the environment leaves it unset (the environment
+wins). `modelwire providers` and `modelwire models ROUTE` print the routes, together with the
+installed catalog's providers that a config section would enable.
 """
 
 from __future__ import annotations
@@ -15,17 +17,29 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import HarnessError
 from .config import CliConfig, load_config
 from .errors import fail
+from .keystore import load_keys
 
 if TYPE_CHECKING:
     from ..runtime import LlmRuntime
     from ..runtime.adapter import LlmAdapter
 
-__all__ = ["BUILTIN_ROUTE", "Route", "RouteSet", "build_routes", "list_models", "list_providers"]
+__all__ = [
+    "BUILTIN_ROUTE",
+    "Route",
+    "RouteSet",
+    "build_routes",
+    "catalog_key_vars",
+    "choose_model",
+    "list_models",
+    "list_providers",
+]
 
 BUILTIN_ROUTE: Final = "deepseek"
 """The route served by the built-in `DeepSeekAdapter` (unless the config declares its own)."""
@@ -33,13 +47,20 @@ BUILTIN_ROUTE: Final = "deepseek"
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """One usable route: its adapter, where it was defined, and the credential it still needs."""
+    """One usable route: its adapter, where it was defined, and the credential it still needs.
+
+    `key_vars` are the variables its key is read from (first set one wins; empty: the route
+    needs no key or carries it in a header); `key_source` says where the key comes from now:
+    `env`, `stored` (`modelwire keys set`), `config` (a literal in the config file) or None.
+    """
 
     name: str
     display_name: str
     source: str
     adapter: LlmAdapter
     missing_env: str | None
+    key_vars: tuple[str, ...] = ()
+    key_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,47 +96,113 @@ def _env_missing(name: str | None, env: Mapping[str, str]) -> str | None:
     return None if env.get(name, "").strip() else name
 
 
-def build_routes(config: CliConfig, env: Mapping[str, str] | None = None) -> RouteSet:
-    """Build the adapters for the built-in route and every configured route (no I/O)."""
-    environ = env if env is not None else os.environ
+def catalog_key_vars(route: str) -> tuple[str, ...]:
+    """The key variables the installed catalog names for provider `route` (empty if unknown)."""
+    from ..adapters.providers.catalog import load_catalog
+
+    provider = load_catalog().providers.get(route)
+    return provider.api_key_env if provider is not None else ()
+
+
+def _key_source(key_vars: tuple[str, ...], environ: Mapping[str, str], stored: bool) -> str | None:
+    if any(environ.get(v, "").strip() for v in key_vars):
+        return "env"
+    return "stored" if stored and key_vars else None
+
+
+def _with_stored_keys(
+    environ: Mapping[str, str], stored: Mapping[str, str], key_vars: Mapping[str, tuple[str, ...]]
+) -> dict[str, str]:
+    """`environ` plus, for each route with a stored key whose variables are all unset, its first
+    variable set to that key (the environment always wins)."""
+    merged = dict(environ)
+    for route, key in stored.items():
+        names = key_vars.get(route, ())
+        if names and not any(environ.get(n, "").strip() for n in names):
+            merged[names[0]] = key
+    return merged
+
+
+def build_routes(
+    config: CliConfig,
+    env: Mapping[str, str] | None = None,
+    stored: Mapping[str, str] | None = None,
+) -> RouteSet:
+    """Build the adapters for the built-in route and every configured route (no network I/O).
+
+    `stored` is the keys stored per route (default: the user's key file).
+    """
+    environ = dict(env if env is not None else os.environ)
+    keys = dict(stored) if stored is not None else load_keys()
     where = f"config file {config.path}" if config.path else "config"
+    key_vars: dict[str, tuple[str, ...]] = {}
+    for name, profile in config.providers.items():
+        named = profile.get("api_key_env")
+        key_vars[name] = (named,) if isinstance(named, str) else catalog_key_vars(name)
+    settings = dict(config.deepseek)
+    builtin_var = settings.get("api_key_env", "DEEPSEEK_API_KEY")
+    if BUILTIN_ROUTE not in key_vars:
+        key_vars[BUILTIN_ROUTE] = (builtin_var,) if isinstance(builtin_var, str) else ()
+    merged = _with_stored_keys(environ, keys, key_vars)
     routes: dict[str, Route] = {}
     if config.providers:
         from ..adapters.providers import ProvidersAdapter
 
         try:
-            providers = ProvidersAdapter.from_config({"providers": config.providers})
+            providers = ProvidersAdapter.from_config({"providers": config.providers}, env=merged)
         except HarnessError as err:
             fail(f"{where}: {err}")
         for name, profile in config.providers.items():
-            key_env = profile.get("api_key_env")
+            named = profile.get("api_key_env")
             routes[name] = Route(
                 name=name,
                 display_name=providers.provider_info(name).name,
                 source=config.path or "config",
                 adapter=providers,
-                missing_env=_env_missing(key_env if isinstance(key_env, str) else None, environ),
+                missing_env=_env_missing(named if isinstance(named, str) else None, merged),
+                key_vars=key_vars[name],
+                key_source=_key_source(key_vars[name], environ, name in keys),
             )
     if BUILTIN_ROUTE not in routes:
         from ..adapters.deepseek import DeepSeekAdapter
 
-        settings = dict(config.deepseek)
         try:
-            adapter = DeepSeekAdapter.from_config(settings)
+            adapter = DeepSeekAdapter.from_config(settings, env=merged)
         except HarnessError as err:
             fail(f"{where}: [deepseek] {err}")
-        key_env = settings.get("api_key_env", "DEEPSEEK_API_KEY")
         has_literal = bool(settings.get("api_key"))
+        names = key_vars[BUILTIN_ROUTE]
         routes[BUILTIN_ROUTE] = Route(
             name=BUILTIN_ROUTE,
             display_name=adapter.provider_info(BUILTIN_ROUTE).name,
             source="built-in",
             adapter=adapter,
-            missing_env=None
+            missing_env=None if has_literal else _env_missing(names[0] if names else None, merged),
+            key_vars=names,
+            key_source="config"
             if has_literal
-            else _env_missing(key_env if isinstance(key_env, str) else None, environ),
+            else _key_source(names, environ, BUILTIN_ROUTE in keys),
         )
     return RouteSet(routes=routes, config=config)
+
+
+async def choose_model(route: Route, wanted: str | None) -> str:
+    """`wanted` if the route lists it (or lists nothing), else the route's first model.
+
+    An id the route's catalog does not list is a one-line `CliError` naming route and model.
+    """
+    ids = [m.id for m in await route.adapter.list_models(route.name)]
+    if wanted is None:
+        if not ids:
+            fail(f"route {route.name!r} lists no models: pass -m {route.name}:MODEL")
+        return ids[0]
+    if ids and wanted not in ids:
+        shown = ", ".join(ids[:12]) + (", …" if len(ids) > 12 else "")
+        fail(
+            f"unknown model {wanted!r} for route {route.name!r} (known: {shown}; "
+            f"see `modelwire models {route.name}`)"
+        )
+    return wanted
 
 
 def _catalog_providers() -> dict[str, tuple[str, tuple[str, ...]]]:
@@ -149,13 +236,18 @@ async def list_providers(*, config_path: str | None, as_json: bool) -> int:
         table.add_column(column)
     for row in rows:
         status = "ready" if row["ready"] else f"needs {row['missing_env']}"
-        table.add_row(str(row["route"]), str(row["name"]), str(row["source"]), status)
+        table.add_row(*(escape(str(row[k])) for k in ("route", "name", "source")), status)
     console = Console(highlight=False, soft_wrap=True)
     console.print(table)
+    console.print()
     console.print(
-        f"\n[dim]{len(enable)} more providers in the installed catalog (enable one with a "
-        "\\[providers.<id>] section in your config):[/]\n" + ", ".join(enable)
+        Text(
+            f"{len(enable)} more providers in the installed catalog (enable one with a "
+            "[providers.<id>] section in your config):",
+            style="dim",
+        )
     )
+    console.print(Text(", ".join(enable)))
     return 0
 
 
@@ -178,7 +270,10 @@ async def list_models(route: str, *, config_path: str | None, as_json: bool) -> 
 
         provider = load_catalog().providers[route]
         rows = [{"id": m.id, "name": m.name, "input": list(m.input)} for m in provider.models]
-        note = f"{route} is in the installed catalog but not configured: add [providers.{route}]"
+        note = (
+            f"{route} is in the installed catalog but not configured: add a [providers.{route}] "
+            "section to your config file (see `modelwire providers`)"
+        )
     if as_json:
         sys.stdout.write(msgspec.json.encode({"route": route, "models": rows}).decode() + "\n")
         return 0
@@ -188,9 +283,9 @@ async def list_models(route: str, *, config_path: str | None, as_json: bool) -> 
     for row in rows:
         inputs = row["input"]
         shown = ", ".join(str(i) for i in inputs) if isinstance(inputs, list) else ""
-        table.add_row(str(row["id"]), str(row["name"]), shown)
+        table.add_row(escape(str(row["id"])), escape(str(row["name"])), escape(shown))
     console = Console(highlight=False, soft_wrap=True)
     console.print(table)
     if note:
-        console.print(f"[dim]{note}[/]")
+        console.print(Text(note, style="dim"))
     return 0

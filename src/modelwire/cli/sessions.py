@@ -1,28 +1,45 @@
-"""`modelwire sessions list | show | usage | export`: inspecting a session log."""
+"""`modelwire sessions list | usage | export`: inspecting a session log (read-only).
+
+`show` is in `transcript.py`, `rm` in `remove.py`, `resume` in `resume.py`.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import msgspec
 from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from ..errors import HarnessError
 from ..session import Event, SessionLog
 from .errors import fail
-from .logs import open_cli_log
-from .render import event_line, usage_table
+from .logs import open_cli_log, shown_url
+from .render import print_table, usage_table
+from .summaries import SessionSummary, matches, one_line, summarize
 
-__all__ = ["export_to_file", "list_sessions", "read_session", "show_session", "show_usage"]
+__all__ = [
+    "event_json",
+    "export_to_file",
+    "list_sessions",
+    "local_time",
+    "print_json",
+    "read_session",
+    "show_usage",
+]
 
 
-def _time(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+def local_time(ms: int) -> str:
+    """An epoch-ms time as local `YYYY-MM-DD HH:MM`."""
+    return datetime.fromtimestamp(ms / 1000).astimezone().strftime("%Y-%m-%d %H:%M")
 
 
-def _print_json(value: object) -> None:
+def print_json(value: object) -> None:
+    """One JSON document on stdout."""
     sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
 
 
@@ -32,34 +49,86 @@ async def read_session(log: SessionLog, session_id: str, url: str) -> list[Event
         return await log.read(session_id)
     except HarnessError as err:
         if err.code == "SESSION_NOT_FOUND":
-            fail(f"no session {session_id!r} in {_shown(url)} (see `modelwire sessions list`)")
+            fail(f"no session {session_id!r} in {shown_url(url)} (see `modelwire sessions list`)")
         raise
 
 
-async def list_sessions(*, log_option: str | None, as_json: bool) -> int:
-    """Print every session of the log (newest last): id, events, first and last event time."""
-    async with open_cli_log(log_option) as (log, url):
-        infos = await log.sessions()
-    infos.sort(key=lambda info: (info.last_time, info.session_id))
-    if as_json:
-        _print_json([msgspec.to_builtins(info) for info in infos])
-        return 0
-    console = Console(highlight=False, soft_wrap=True)
-    if not infos:
-        console.print(f"no sessions in {_shown(url)}")
-        return 0
-    for info in infos:
-        console.print(
-            f"{info.session_id}  {info.events:>6} events  "
-            f"{_time(info.first_time)} → {_time(info.last_time)} UTC"
+def _summary_json(s: SessionSummary) -> dict[str, object]:
+    return {
+        **msgspec.to_builtins(s.info),
+        "route": s.route,
+        "model": s.model,
+        "turns": s.turns,
+        "tokens": s.tokens,
+        "cost": str(s.cost) if s.cost is not None else None,
+        "preview": s.preview,
+    }
+
+
+async def list_sessions(
+    *, log_option: str | None, as_json: bool, limit: int = 20, search: str | None = None
+) -> int:
+    """Print the newest `limit` sessions (matching `search`) as a table, or JSON."""
+    summaries: list[SessionSummary] = []
+    async with open_cli_log(log_option, write=False) as (log, url):
+        infos = sorted(
+            await log.sessions(), key=lambda i: (i.last_time, i.session_id), reverse=True
         )
+        total = len(infos)
+        for info in infos:
+            if len(summaries) >= limit:
+                break
+            summary = summarize(info, await log.read(info.session_id))
+            if search is None or matches(summary, search):
+                summaries.append(summary)
+    if as_json:
+        print_json([_summary_json(s) for s in summaries])
+        return 0
+    # off a terminal nothing is cut to 80 columns (a pipe has no width); COLUMNS still rules
+    wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
+    console = Console(highlight=False, width=wide)
+    if not summaries:
+        what = f" matching {search!r}" if search is not None else ""
+        console.print(f"no sessions{escape(what)} in {escape(shown_url(url))}")
+        return 0
+    cells = [
+        [
+            s.info.session_id,
+            f"{s.route}/{s.model}" if s.route else "–",
+            local_time(s.info.first_time),
+            str(s.turns),
+            f"{s.tokens:,}",
+            f"${s.cost}" if s.cost is not None else "",
+        ]
+        for s in summaries
+    ]
+    names = ("ID", "MODEL", "STARTED", "TURNS", "TOKENS", "COST")
+    widths = [max(len(name), *(len(row[n]) for row in cells)) for n, name in enumerate(names)]
+    # ids, times and numbers are never cut; route/model is, on a narrow terminal, and the
+    # preview gets what is left of the line (at least a few characters)
+    spare = console.width - sum(widths) - 2 * len(names)
+    if spare < 12:
+        widths[1] = max(12, widths[1] - (12 - spare))
+        spare = 12
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    for n, name in enumerate(names):
+        right = name in ("TURNS", "TOKENS", "COST")
+        table.add_column(
+            name,
+            no_wrap=True,
+            justify="right" if right else "left",
+            min_width=widths[n],
+            max_width=widths[n],
+            overflow="ellipsis",
+        )
+    table.add_column("PREVIEW", no_wrap=True, overflow="ellipsis", max_width=spare)
+    for row, s in zip(cells, summaries, strict=True):
+        table.add_row(*(escape(cell) for cell in row), escape(one_line(s.preview, spare)))
+    print_table(console, table)
+    shown = len(summaries)
+    if search is None and shown < total:
+        console.print(f"[dim]{shown} of {total} sessions (--limit N shows more)[/]")
     return 0
-
-
-def _shown(url: str) -> str:
-    from .logs import shown_url
-
-    return shown_url(url)
 
 
 def event_json(event: Event) -> dict[str, object]:
@@ -72,61 +141,21 @@ def event_json(event: Event) -> dict[str, object]:
     }
 
 
-async def show_session(session_id: str, *, log_option: str | None, as_json: bool) -> int:
-    """Print a session's events; raw `assistant/chunk` events are summarized per attempt."""
-    async with open_cli_log(log_option) as (log, url):
-        events = await read_session(log, session_id, url)
-    if as_json:
-        _print_json([event_json(e) for e in events])
-        return 0
-    from ..session import AssistantChunk
-    from ..vocab import Error, Finish
-
-    console = Console(highlight=False, soft_wrap=True)
-    console.print(f"[bold]session {session_id}[/] — {len(events)} events in {_shown(url)}")
-    pending: list[tuple[int, AssistantChunk]] = []
-
-    def flush_chunks() -> None:
-        if not pending:
-            return
-        (first, data), (last, tail) = pending[0], pending[-1]
-        ending: str = tail.chunk.type
-        if isinstance(tail.chunk, Finish):
-            reason = tail.chunk.reason
-            code = f" {reason.failure.code}" if isinstance(reason, Error) else ""
-            ending = f"finish {reason.kind}{code}"
-        count = f"{len(pending)} chunk" + ("s" if len(pending) != 1 else "")
-        console.print(
-            f"[dim]{first:>5}  assistant/chunk    {data.turn}.{data.step} attempt "
-            f"{data.attempt}: {count} (seq {first}–{last}), ending in {ending}[/]"
-        )
-        pending.clear()
-
-    for event in events:
-        if isinstance(event.data, AssistantChunk):
-            if pending and pending[0][1].attempt != event.data.attempt:
-                flush_chunks()
-            pending.append((event.seq, event.data))
-            continue
-        flush_chunks()
-        console.print(event_line(event))
-    flush_chunks()
-    return 0
-
-
 async def show_usage(session_id: str, *, log_option: str | None, as_json: bool) -> int:
     """Token usage per provider call (turn, step, attempt) and in total, from `TokenMeter`."""
     from ..meter import TokenMeter
 
-    async with open_cli_log(log_option) as (log, url):
+    async with open_cli_log(log_option, write=False) as (log, url):
         events = await read_session(log, session_id, url)
     report = TokenMeter.project(events)
     calls = sorted(report.calls.items())
+    cost = getattr(report, "cost", None)
     if as_json:
-        _print_json(
+        print_json(
             {
                 "session_id": session_id,
                 "total": msgspec.to_builtins(report.total),
+                "cost": str(cost) if cost is not None else None,
                 "calls": [
                     {"turn": t, "step": s, "attempt": a, "usage": msgspec.to_builtins(u)}
                     for (t, s, a), u in calls
@@ -135,34 +164,50 @@ async def show_usage(session_id: str, *, log_option: str | None, as_json: bool) 
         )
         return 0
     rows = [(f"{t}.{s}.{a}", usage) for (t, s, a), usage in calls]
-    Console(soft_wrap=True).print(
-        usage_table(f"token usage of session {session_id} per call", rows, report.total)
-    )
+    console = Console(soft_wrap=True)
+    console.print(usage_table(f"token usage of session {session_id} per call", rows, report.total))
+    if cost is not None:
+        console.print(f"cost: ${cost}")
     return 0
 
 
 def _export_target(file: str) -> Path:
+    import os
+
     target = Path(file).expanduser()
     if target.is_dir():
         fail(f"export target {target} is a directory")
     if not target.parent.is_dir():
         fail(f"export target directory {target.parent} does not exist")
+    if not os.access(target.parent, os.W_OK | os.X_OK):
+        fail(f"cannot write the export {target}: its directory {target.parent} is read-only")
     return target
 
 
 async def export_to_file(session_id: str, file: str, *, log_option: str | None) -> int:
-    """Write the session (`export_session`) to FILE; refuses a directory or a missing parent."""
+    """Write the session (`export_session`) to FILE; refuses a directory, a missing or read-only
+    parent, and names FILE (never the temporary file beside it) when writing fails."""
     from ..session.export import export_session
 
     target = _export_target(file)
-    async with open_cli_log(log_option) as (log, url):
+    async with open_cli_log(log_option, write=False) as (log, url):
+        await read_session(log, session_id, url)  # the one-line unknown-session error
         try:
             count = await export_session(log, session_id, target)
-        except HarnessError as err:
-            if err.code == "SESSION_NOT_FOUND":
-                fail(f"no session {session_id!r} in {_shown(url)} (see `modelwire sessions list`)")
-            raise
+        except (OSError, HarnessError) as err:
+            if isinstance(err, HarnessError) and err.code == "SESSION_NOT_FOUND":
+                raise
+            reason = getattr(err, "strerror", None) or _reason(err)
+            fail(f"cannot write the export {target}: {reason}")
     Console(highlight=False, soft_wrap=True).print(
-        f"exported {count} events of session {session_id} to {target}"
+        f"exported {count} events of session {escape(session_id)} to {escape(str(target))}"
     )
     return 0
+
+
+def _reason(err: BaseException) -> str:
+    """The cause of a failed export without the temporary file's path."""
+    cause = err.__cause__ if isinstance(err.__cause__, OSError) else None
+    if cause is not None and cause.strerror:
+        return cause.strerror
+    return type(err).__name__

@@ -1,0 +1,242 @@
+"""One `modelwire chat` session: its agent, and one turn at a time with Ctrl-C and broken pipes.
+
+`ChatSession.send(text)` runs one turn and returns a `TurnOutcome`. Ctrl-C (SIGINT) and a broken
+stdout both cancel the running turn through `Agent.cancel` with a reason (`Ctrl-C`, `stdout
+closed (broken pipe)`), which the agent loop records in `turn/end {aborted}` after saving the
+streamed prefix; `sessions resume` and `sessions show` print that reason. The route, model and
+system prompt can change between turns (`/model`, `/system`): the next turn uses a new agent
+over the same runtime and log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Coroutine, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from ..session import (
+    AbortCause,
+    AssistantMessage,
+    TurnAborted,
+    TurnBlocked,
+    TurnCompleted,
+    TurnEnd,
+    TurnEndReason,
+    TurnErrored,
+    TurnMaxTokens,
+    TurnStart,
+)
+from .chatopts import CallOptions
+from .errors import BAD_INPUT_CODES, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED
+
+if TYPE_CHECKING:
+    from ..agent import Agent, Tool, TurnResult
+    from ..runtime import LlmRuntime
+    from ..session import SessionLog
+    from ..vocab import LlmFailure, TokenUsage
+    from .chatview import ChatView
+    from .routes import RouteSet
+
+__all__ = ["ChatSession", "OutcomeKind", "TurnOutcome", "turn_cost"]
+
+OutcomeKind: TypeAlias = Literal["completed", "max-tokens", "error", "blocked", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How one turn ended, with what the user sees of it."""
+
+    kind: OutcomeKind
+    turn: int | None
+    answer: str
+    reasoning: str
+    failure: LlmFailure | None = None
+    cause: str | None = None
+    usage: TokenUsage | None = None
+    cost: Decimal | None = None
+    detail: str | None = None  # how a turn ended that is none of the kinds above (e.g. a limit)
+
+    @property
+    def exit_code(self) -> int:
+        """0 for an answer, 1 for a failed turn (2 when the failure is bad input), 130 cancelled."""
+        if self.kind in ("completed", "max-tokens"):
+            return 0
+        if self.kind == "cancelled":
+            return EXIT_INTERRUPTED
+        if self.failure is not None and str(self.failure.code) in BAD_INPUT_CODES:
+            return EXIT_BAD_INPUT
+        return EXIT_FAILURE
+
+
+def turn_cost(report: object, turn: int) -> Decimal | None:
+    """The cost of `turn` when the meter prices calls (`calls_cost`), else None (never guessed)."""
+    costs = getattr(report, "calls_cost", None)
+    if not isinstance(costs, Mapping):
+        return None
+    values = [cost for (t, _s, _a), cost in costs.items() if t == turn]
+    if not values or not all(isinstance(v, Decimal) for v in values):
+        return None
+    return sum(values, Decimal(0))
+
+
+class ChatSession:
+    """The agent side of a chat: route, model, system prompt and options of the next turn."""
+
+    def __init__(
+        self,
+        *,
+        log: SessionLog,
+        routes: RouteSet,
+        session_id: str,
+        route: str,
+        model: str,
+        system: str | None,
+        options: CallOptions,
+        tools: list[Tool],
+        view: ChatView,
+    ) -> None:
+        from ..runtime import LlmRuntime
+
+        self.log = log
+        self.routes = routes
+        self.session_id = session_id
+        self.route = route
+        self.model = model
+        self.system = system
+        self.options = options
+        self.view = view
+        self._tools = [view.show_tool(t) for t in tools]
+        self.runtime: LlmRuntime = LlmRuntime()
+        self.runtime.use(view.middleware)
+        self._registered: set[str] = set()
+        self._agent: Agent | None = None
+        self.last_prompt: str | None = None
+
+    async def configure(
+        self, *, route: str | None = None, model: str | None = None, system: str | None = None
+    ) -> None:
+        """Change what the next turn uses: route and model (None keeps them) and the system
+        prompt (None: none); the next turn runs on a new agent."""
+        self.route = route if route is not None else self.route
+        self.model = model if model is not None else self.model
+        self.system = system
+        agent, self._agent = self._agent, None
+        if agent is not None:
+            await agent.close()
+
+    async def _current(self) -> Agent:
+        if self._agent is None:
+            from ..agent import Agent
+            from ..retry import RetryPlugin
+
+            if self.route not in self._registered:
+                self.routes.register(self.runtime, [self.route])
+                self._registered.add(self.route)
+            self._agent = Agent(
+                runtime=self.runtime,
+                log=self.log,
+                provider=self.route,
+                model=self.model,
+                system=self.system,
+                tools=self._tools,
+                plugins=[self.view, RetryPlugin()],
+                max_tokens=self.options.max_tokens,
+                reasoning_effort=self.options.reasoning_effort,
+                temperature=self.options.temperature,
+            )
+        return self._agent
+
+    async def close(self) -> None:
+        """Close the agent."""
+        agent, self._agent = self._agent, None
+        if agent is not None:
+            await agent.close()
+
+    async def send(self, text: str) -> TurnOutcome:
+        """Run one turn with `text`; Ctrl-C or a broken stdout cancels it (see the module doc)."""
+        self.last_prompt = text
+        return await self._run(lambda agent: agent.run_turn(self.session_id, text))
+
+    async def resume(self) -> TurnOutcome:
+        """Continue the turn a dead process left open (`Agent.resume_turn`), cancellable alike."""
+        return await self._run(lambda agent: agent.resume_turn(self.session_id))
+
+    async def _run(
+        self, start: Callable[[Agent], Coroutine[object, object, TurnResult]]
+    ) -> TurnOutcome:
+        agent = await self._current()
+        loop = asyncio.get_running_loop()
+        task = asyncio.ensure_future(start(agent))
+        cause: str | None = None
+
+        def cancel(reason: str) -> None:
+            nonlocal cause
+            if cause is not None or task.done():
+                return
+            cause = reason
+            if not agent.cancel(self.session_id, AbortCause("user", reason)):
+                task.cancel()
+
+        def on_broken() -> None:  # called inside the turn's task: cancel it from outside
+            loop.call_soon(cancel, "stdout closed (broken pipe)")
+
+        self.view.on_broken = on_broken
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGINT, cancel, "Ctrl-C")
+        try:
+            result = await task
+        except asyncio.CancelledError:
+            if cause is None:
+                raise
+            result = None
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
+            self.view.on_broken = None
+        return await self._outcome(result.reason if result is not None else None, cause)
+
+    async def _outcome(self, reason: TurnEndReason | None, cause: str | None) -> TurnOutcome:
+        """The outcome of the turn just run, read back from the log (the source of truth)."""
+        from ..meter import TokenMeter
+        from .render import message_answer
+
+        start = await self.log.latest(self.session_id, "turn/start")
+        events = await self.log.read(self.session_id, start.seq) if start is not None else []
+        turn = start.data.turn if start is not None and isinstance(start.data, TurnStart) else None
+        answer = "".join(self.view.attempt_text)
+        for event in events:
+            data = event.data
+            if isinstance(data, TurnEnd) and data.turn == turn:
+                reason = data.reason
+            elif isinstance(data, AssistantMessage) and data.turn == turn:
+                answer = message_answer(data.message)
+        report = TokenMeter.project(events)
+        usage = report.turns.get(turn) if turn is not None else None
+        cost = turn_cost(report, turn) if turn is not None else None
+        reasoning = "".join(self.view.reasoning_text)
+        match reason:
+            case TurnCompleted():
+                return TurnOutcome("completed", turn, answer, reasoning, usage=usage, cost=cost)
+            case TurnMaxTokens():
+                return TurnOutcome("max-tokens", turn, answer, reasoning, usage=usage, cost=cost)
+            case TurnBlocked():
+                return TurnOutcome("blocked", turn, answer, reasoning, usage=usage, cost=cost)
+            case TurnErrored(failure=failure):
+                return TurnOutcome(
+                    "error", turn, answer, reasoning, failure=failure, usage=usage, cost=cost
+                )
+            case TurnAborted(reason=why):
+                return TurnOutcome("cancelled", turn, answer, reasoning, cause=why.reason or cause)
+            case None if cause is not None:  # cancelled before the turn could be logged
+                return TurnOutcome("cancelled", turn, answer, reasoning, cause=cause)
+            case _:  # an agent limit, or a reason newer than this module: say which
+                from .render import turn_reason_text
+
+                detail = turn_reason_text(reason) if reason is not None else "no turn/end logged"
+                return TurnOutcome(
+                    "error", turn, answer, reasoning, usage=usage, cost=cost, detail=detail
+                )
