@@ -18,6 +18,7 @@ LAYERS = {
     "content": 1,
     "assembler": 2,
     "errors": 2,
+    "codes": 2,
     "errortext": 2,
     "policy": 2,
     "never": 2,
@@ -31,9 +32,11 @@ LAYERS = {
     "meter": 7,
     "telemetry": 7,
     "cli": 8,
+    "ui": 8,
 }
 """DESIGN §1, with the two helper modules placed: `content` (pure content helpers) beside the
-vocabulary, `never` (assert_never, which raises a code-table error) beside `errors`, and `events`
+vocabulary, `never` (assert_never, which raises a code-table error) and `codes` (the code enum,
+re-exported by `errors`) beside `errors`, and `events`
 (the session event structs and their codec: pure data, no I/O) there too, so adapters can read
 events without importing the session log. The top
 package (`modelwire/__init__.py`, `__main__`) is the curated surface above every layer."""
