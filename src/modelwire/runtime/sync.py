@@ -19,10 +19,11 @@ import atexit
 import concurrent.futures
 import contextlib
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Final, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Final, TypeVar
 
 from ..errors import ErrorCode, HarnessError
+from ..vocab.typing import Coro
 
 __all__ = ["CANCEL_WAIT_S", "on_bridge_exit", "on_sync_loop", "run_sync", "sync_loop"]
 
@@ -70,8 +71,8 @@ def on_bridge_exit(cleanup: Callable[[], Awaitable[object]]) -> None:
 
 
 def run_sync(
-    make: Callable[[], Coroutine[Any, Any, T]],
-) -> T:  # Any: a coroutine's send/yield types
+    make: Callable[[], Coro[T]],
+) -> T:
     """Run the coroutine `make()` builds on the sync loop and return its result (or raise).
 
     Called from a coroutine already running on the sync loop it would deadlock: `INVALID_ARGS`.
