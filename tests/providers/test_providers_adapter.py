@@ -392,3 +392,28 @@ async def test_mp_17_185_188_191_register_and_update_config() -> None:
     with pytest.raises(HarnessError, match="resolves no models"):
         adapter.update_config({"providers": {"not-a-real-provider": {}}})
     assert sorted(p.id for p in runtime.list_providers()) == ["anthropic", "openai"]
+
+
+async def test_a_prepared_call_keeps_the_config_generation_it_was_prepared_against() -> None:
+    """Issue case: prepare with effort "high" against config A, `update_config` to a config B
+    that offers no efforts, then dispatch: the call is served by generation A (its effort is
+    sent), not refused with UNSUPPORTED_REASONING_EFFORT."""
+    from modelwire import CallConfig, LlmRuntime
+    from modelwire.vocab import Finish, Stop
+
+    async with MockServer([Reply(reads=list(TEXT_EVENTS))]) as server:
+        thinking = [{"id": "m", "reasoning_efforts": {"high": "high"}}]
+        cfg_a = _acme(server.url, models=thinking)
+        cfg_b = _acme(server.url)  # model "m" without reasoning
+        adapter = ProvidersAdapter.from_config(cfg_a, env={"ACME_KEY": "k"})
+        rt = LlmRuntime()
+        adapter.register(rt)
+        prepared = await rt.prepare_call(CallConfig("acme", "m", reasoning_effort="high"))
+        before = adapter.snapshot
+        adapter.update_config(cfg_b)
+        assert adapter.snapshot is not before  # the swap landed between prepare and dispatch
+        chunks = [c async for c in prepared.stream(_opts(reasoning_effort="high"))]
+        assert chunks[-1] == Finish(Stop(), chunks[-1].replay_state)  # type: ignore[union-attr]
+        assert server.bodies[-1]["reasoning_effort"] == "high"
+        fresh = [c async for c in rt.stream(_opts(reasoning_effort="high"))]  # generation B now
+    assert isinstance(fresh[-1], Finish) and fresh[-1].reason.kind == "error"

@@ -23,6 +23,12 @@ class LlmAdapter(ABC):
     def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """Stream the chunks of one model call (typically an `async def` generator)."""
 
+    @property
+    def origin(self) -> LlmAdapter:
+        """The registered adapter this one stands for: itself, or for a `pinned()` view the
+        adapter it was pinned from (replay state is owned by the registered instance)."""
+        return self
+
     def pinned(self) -> LlmAdapter:
         """This adapter bound to its current configuration generation, for a prepared call.
 

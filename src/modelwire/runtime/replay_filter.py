@@ -32,7 +32,7 @@ def filter_replay_state(
             and message.role == "assistant"
         ):
             held = routes.get(source.provider)
-            if held is None or held.adapter is not target:
+            if held is None or held.adapter is not target.origin:
                 if out is None:
                     out = list(messages[:i])
                 stripped = ModelSource(source.provider, source.model)

@@ -35,6 +35,7 @@ from .credentials import auth_headers, resolve_route_key
 from .discovery import discover_models
 from .images import ImageLoader, prepare_images
 from .materialize import ModelDescriptor
+from .pinned import PinnedView
 from .protocols import ResponseRecord, make_translator, structured_output_support
 from .protocols.anthropic_messages import build_anthropic_request
 from .protocols.common import is_overflow_text
@@ -233,9 +234,17 @@ class ProvidersAdapter(LlmAdapter):
             for m in profile.models.values()
         ]
 
+    def pinned(self) -> LlmAdapter:
+        """This adapter bound to its current config snapshot (for a prepared call): a later
+        `update_config` does not change what the prepared call resolves or sends."""
+        return PinnedView(self, self._snapshot, self._resolve, self._stream_on)
+
     async def resolve_model(self, provider: str, model: str) -> ResolvedModelInfo:
         """Context window, configured output cap and reasoning efforts of one model."""
-        profile = self._profile(self._snapshot, provider)
+        return self._resolve(self._snapshot, provider, model)
+
+    def _resolve(self, snapshot: Snapshot, provider: str, model: str) -> ResolvedModelInfo:
+        profile = self._profile(snapshot, provider)
         desc = self._model(profile, model)
         reasoning = None
         if desc.reasoning:
@@ -324,11 +333,16 @@ class ProvidersAdapter(LlmAdapter):
 
     def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """Stream one call: checks before any I/O, then one HTTP request, chunks as they arrive."""
-        return pump_sse(functools.partial(self._open, options), map_error=_overflow)
+        return self._stream_on(options, None)
 
-    async def _open(self, options: GenerateOptions) -> StreamSource:
+    def _stream_on(
+        self, options: GenerateOptions, snapshot: Snapshot | None
+    ) -> AsyncIterator[StreamChunk]:
+        return pump_sse(functools.partial(self._open, options, snapshot), map_error=_overflow)
+
+    async def _open(self, options: GenerateOptions, pinned: Snapshot | None = None) -> StreamSource:
         """Every check and the request build (before any I/O), then the reads and translator."""
-        snapshot = self._snapshot  # captured before the first await
+        snapshot = self._snapshot if pinned is None else pinned  # captured before any await
         profile, model, effort, auth = self._prepare(snapshot, options)
         messages, reader = await prepare_images(
             options.messages,
