@@ -53,7 +53,6 @@ class ModelDescriptor(msgspec.Struct, frozen=True, kw_only=True):
     configured_max_tokens: int | None
     headers: tuple[tuple[str, str], ...]
     compat: CompatSwitches
-    catalog_api: str | None
 
     def __repr__(self) -> str:
         return hidden_repr(self, {"headers": hidden_headers(self.headers)})
@@ -303,7 +302,6 @@ def materialize_models(
             configured_max_tokens=max_tokens,
             headers=tuple((cat.headers or {}).items()) if cat else (),
             compat=compat,
-            catalog_api=cat.api if cat else None,
         )
     for key in written(route_compat):
         if key not in readable:
