@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -341,11 +340,22 @@ def test_replay_51_pace_ms_must_be_a_non_negative_integer(pace: object) -> None:
     assert caught.value.code == ErrorCode.INVALID_CONFIG and "pace_ms" in caught.value.message
 
 
+class _Sleeps:
+    """A recording sleep: the pace waits the adapter asks for, without waiting."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        await asyncio.sleep(0)
+
+
 async def test_replay_52_pace_ms_spaces_chunk_delivery() -> None:
-    runtime = registered(scripted(HELLO, pace_ms=10))
-    started = time.perf_counter()
+    sleeps = _Sleeps()
+    runtime = registered(scripted(HELLO, pace_ms=10, sleep=sleeps))
     chunks = await collect(runtime.stream(options()))
-    assert time.perf_counter() - started >= len(chunks) * 0.010 - 0.005
+    assert len(sleeps.delays) >= len(chunks) - 1 and set(sleeps.delays) == {0.010}
 
 
 async def test_replay_53_cancelling_a_long_pace_wait_is_prompt() -> None:
@@ -374,10 +384,11 @@ async def test_replay_54_assert_consumed_reports_an_underrun_until_the_last_call
 
 async def test_replay_55_a_throw_entrys_prefix_is_paced_too() -> None:
     prefix = tuple(text_chunks("x")[:3])
-    runtime = registered(scripted(ThrowEntry(prefix, LlmFailure("m", "SERVER")), pace_ms=10))
-    started = time.perf_counter()
+    sleeps = _Sleeps()
+    entry = ThrowEntry(prefix, LlmFailure("m", "SERVER"))
+    runtime = registered(scripted(entry, pace_ms=10, sleep=sleeps))
     chunks = await collect(runtime.stream(options()))
-    assert time.perf_counter() - started >= 3 * 0.010 - 0.005
+    assert sleeps.delays[:3] == [0.010] * 3
     assert chunks[:3] == list(prefix) and chunks[3].type == "finish"
 
 

@@ -310,11 +310,14 @@ async def test_log_sessions_and_exists() -> None:
 
 
 async def test_log_append_stamps_epoch_ms_time() -> None:
-    log = MemoryLog()
+    log = MemoryLog(clock=lambda: 1_700_000_000_123)
     event = await log.append("s", TurnStart(1))
+    assert event.time == 1_700_000_000_123
     import time
 
-    assert abs(event.time - time.time() * 1000) < 60_000
+    before = time.time_ns() // 1_000_000
+    stamped = (await MemoryLog().append("s", TurnStart(1))).time  # the default clock: epoch ms
+    assert before <= stamped <= time.time_ns() // 1_000_000
 
 
 async def test_log_closed_log_raises_log_unavailable() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, assert_never
 
@@ -87,8 +87,10 @@ class ReplayAdapter(LlmAdapter):
         strict: bool = False,
         pace_ms: int = 0,
         providers: Mapping[str, object] | None = None,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self._pace = _check_pace(pace_ms) / 1000.0
+        self._sleep = sleep  # injectable: tests pass a recording sleep, never wait in real time
         self._scripts = tuple(scripts)
         self._strict = bool(strict)
         self._catalog = ReplayCatalog(providers) if providers else None
@@ -283,7 +285,7 @@ class ReplayAdapter(LlmAdapter):
                     if _cancelled():
                         raise asyncio.CancelledError()
                     if pace:
-                        await asyncio.sleep(pace)
+                        await self._sleep(pace)
                     yield chunk
                 if isinstance(entry, ThrowEntry):
                     if _cancelled():
