@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from modelwire.adapters.providers import ProvidersAdapter, load_config_file
+from modelwire.adapters.providers import ProvidersAdapter, load_config_file, supported_protocols
 from modelwire.adapters.providers.compat import written
 from modelwire.adapters.providers.config import (
     DEFAULT_CONTEXT_WINDOW,
@@ -161,18 +161,28 @@ def test_mp_52_declared_route_needs_api_and_base_url() -> None:
     _refused({"acme": {"api": "openai-completions", "models": [{"id": "m"}]}}, "needs a baseURL")
 
 
+@pytest.mark.parametrize("api", ["google-vertex", "openai-codex-responses", "no-such-protocol"])
+def test_mp_53_unsupported_protocols_refused(api: str) -> None:
+    """OAuth-only protocols (Vertex with ADC, Codex) stay refused; issue #16 serves the others
+    (spec item 53 predates the native protocols)."""
+    _refused(_acme(api=api), "cannot serve; supported protocols are")
+    assert api not in supported_protocols()
+
+
 @pytest.mark.parametrize(
     "api",
     [
-        "bedrock-converse-stream",
-        "google-vertex",
+        "google-generative-ai",
+        "mistral-conversations",
         "azure-openai-responses",
-        "openai-codex-responses",
-        "no-such-protocol",
+        "azure-openai-completions",
+        "bedrock-converse-stream",
     ],
 )
-def test_mp_53_unsupported_protocols_refused(api: str) -> None:
-    _refused(_acme(api=api), "cannot serve; supported protocols are")
+def test_native_protocols_are_accepted_by_profiles(api: str) -> None:
+    adapter = ProvidersAdapter.from_config({"providers": _acme(api=api, api_version="v1")})
+    assert adapter.snapshot.profiles["acme"].models["m"].api == api
+    assert api in supported_protocols()
 
 
 @pytest.mark.parametrize("value", [0, 1.5])

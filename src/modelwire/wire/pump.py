@@ -25,7 +25,7 @@ from ..vocab import StreamChunk
 from .sse import SseDecoder, SseEvent
 from .watchdog import IdleWatchdog
 
-__all__ = ["StreamSource", "Translator", "pump_sse", "translate_reads"]
+__all__ = ["Framer", "StreamSource", "Translator", "pump_sse", "translate_reads"]
 
 
 class Translator(Protocol):
@@ -49,13 +49,26 @@ class Translator(Protocol):
         """The stream is over: append the closing chunks to `out`, or raise."""
 
 
+class Framer(Protocol):
+    """Turns body reads into events: `SseDecoder`, or a binary event-stream decoder that hands
+    each message on as an `SseEvent`."""
+
+    def feed(self, data: bytes) -> Iterable[SseEvent]:
+        """The events completed by `data`."""
+
+    def close(self) -> Iterable[SseEvent]:
+        """The body ended: the events still pending (or raise on a truncated frame)."""
+
+
 class StreamSource(NamedTuple):
-    """What an adapter's opener hands the pump: the body reads, their translator and the idle
-    watchdog guarding the reads (closed by the pump when the stream ends)."""
+    """What an adapter's opener hands the pump: the body reads, their translator, the idle
+    watchdog guarding the reads (closed by the pump when the stream ends) and the body's framer
+    (None = Server-Sent Events)."""
 
     reads: AsyncGenerator[bytes, None]
     translator: Translator
     watchdog: IdleWatchdog | None = None
+    framer: Framer | None = None
 
 
 async def pump_sse(
@@ -70,8 +83,8 @@ async def pump_sse(
     stream) passes through `map_error` when given (e.g. to reclassify an HTTP error by its
     text); a different error it returns is raised with the original as its cause.
     """
-    reads, translator, watchdog = await open_stream()
-    decoder = SseDecoder()
+    reads, translator, watchdog, framer = await open_stream()
+    decoder: Framer = SseDecoder() if framer is None else framer
     feed = translator.feed
     out: list[StreamChunk] = []
     failure: Exception | None = None
@@ -85,6 +98,8 @@ async def pump_sse(
             except Exception as exc:  # deliver this read's chunks first, then fail
                 failure = exc
             if out:
+                if watchdog is not None:
+                    watchdog.first_output()
                 for chunk in out:
                     yield chunk
                 out.clear()
@@ -113,10 +128,17 @@ async def pump_sse(
         await reads.aclose()
 
 
-def translate_reads(reads: Iterable[bytes], translator: Translator, out: list[StreamChunk]) -> None:
+def translate_reads(
+    reads: Iterable[bytes],
+    translator: Translator,
+    out: list[StreamChunk],
+    *,
+    framer: Framer | None = None,
+) -> None:
     """The pump over reads in memory: append every chunk to `out`; a failure is raised at once
-    (`out` then holds every chunk produced before it, as `pump_sse` would have delivered)."""
-    decoder = SseDecoder()
+    (`out` then holds every chunk produced before it, as `pump_sse` would have delivered).
+    `framer` frames the body (None = Server-Sent Events)."""
+    decoder: Framer = SseDecoder() if framer is None else framer
     feed = translator.feed
     for data in reads:
         for event in decoder.feed(data):
@@ -128,7 +150,7 @@ def translate_reads(reads: Iterable[bytes], translator: Translator, out: list[St
     _finish(decoder, translator, out)
 
 
-def _finish(decoder: SseDecoder, translator: Translator, out: list[StreamChunk]) -> None:
+def _finish(decoder: Framer, translator: Translator, out: list[StreamChunk]) -> None:
     """The body ended or the translator is done: flush the framer (unless done), then `end`."""
     if not translator.done:
         for event in decoder.close():

@@ -9,6 +9,12 @@ cancellation stays `asyncio.CancelledError`.
 One event-loop timer serves the whole stream: a read only records its deadline, and the timer,
 when it fires early, re-schedules itself for the latest deadline. That keeps the per-read cost to
 a clock read and two attribute stores (``asyncio.timeout`` per read would allocate a timer each).
+
+Two deadlines may sit beside the idle budget, both counted from the first guarded await (the
+request): `total_ms`, the whole call's budget, and `first_token_ms`, the budget until the pump
+reports the first chunk (`first_output`). Bytes that produce no chunk (keep-alive comments)
+re-arm only the idle budget, so a relay that pulses forever still meets the total deadline. Each
+expiry says which budget fired.
 """
 
 from __future__ import annotations
@@ -60,18 +66,47 @@ class IdleWatchdog:
         "_cancelling",
         "_deadline",
         "_fired",
+        "_first_at",
+        "_first_message",
+        "_first_s",
         "_handle",
         "_loop",
         "_message",
+        "_reason",
+        "_started",
         "_task",
         "_timeout_s",
+        "_total_at",
+        "_total_message",
+        "_total_s",
         "timeout_ms",
     )
 
-    def __init__(self, timeout_ms: float, *, message: str | None = None) -> None:
+    def __init__(
+        self,
+        timeout_ms: float,
+        *,
+        message: str | None = None,
+        total_ms: float | None = None,
+        total_message: str | None = None,
+        first_token_ms: float | None = None,
+        first_token_message: str | None = None,
+    ) -> None:
         self.timeout_ms = validate_idle_timeout_ms(timeout_ms)
         self._timeout_s = self.timeout_ms / 1000.0
         self._message = message or f"stream idle timeout after {_ms_text(self.timeout_ms)}ms"
+        self._total_s = math.inf if total_ms is None else total_ms / 1000.0
+        self._total_message = total_message or (
+            f"call exceeded its total deadline of {_ms_text(total_ms or 0)}ms"
+        )
+        self._first_s = math.inf if first_token_ms is None else first_token_ms / 1000.0
+        self._first_message = first_token_message or (
+            f"no first token within {_ms_text(first_token_ms or 0)}ms"
+        )
+        self._total_at = math.inf  # absolute loop times, set on the first guarded await
+        self._first_at = math.inf
+        self._reason = self._message
+        self._started = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[object] | None = None
         self._handle: asyncio.TimerHandle | None = None
@@ -82,8 +117,12 @@ class IdleWatchdog:
 
     @property
     def message(self) -> str:
-        """The text of the `TIMEOUT` error this watchdog raises."""
+        """The text of the idle `TIMEOUT` error this watchdog raises."""
         return self._message
+
+    def first_output(self) -> None:
+        """The stream produced its first chunk: the first-token deadline no longer applies."""
+        self._first_at = math.inf
 
     async def guard(self, awaitable: Awaitable[T]) -> T:
         """Await `awaitable` within the idle budget; expiry raises `LlmError` code ``TIMEOUT``."""
@@ -93,7 +132,23 @@ class IdleWatchdog:
         self._task = asyncio.current_task()  # an async generator may be driven by another task
         if self._fired:
             raise self._error(None)
-        self._deadline = loop.time() + self._timeout_s
+        now = loop.time()
+        if not self._started:  # the request: both call deadlines count from here
+            self._started = True
+            self._total_at = now + self._total_s
+            self._first_at = now + self._first_s
+        deadline = now + self._timeout_s
+        reason = self._message
+        if self._first_at < deadline:
+            deadline, reason = self._first_at, self._first_message
+        if self._total_at <= deadline:
+            deadline, reason = self._total_at, self._total_message
+        if deadline <= now:
+            self._reason = reason
+            self._fired = True
+            raise self._error(None)
+        self._deadline = deadline
+        self._reason = reason
         self._armed = True
         if self._handle is None:
             self._handle = loop.call_at(self._deadline, self._on_timer)
@@ -114,7 +169,7 @@ class IdleWatchdog:
             self._handle = None
 
     def _error(self, cause: BaseException | None) -> LlmError:
-        return LlmError(self._message, ErrorCode.TIMEOUT, cause=cause)
+        return LlmError(self._reason, ErrorCode.TIMEOUT, cause=cause)
 
     def _on_timer(self) -> None:
         self._handle = None

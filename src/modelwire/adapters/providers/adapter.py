@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 
 from ...errors import ErrorCode, LlmError
@@ -13,8 +13,6 @@ from ...runtime import DirectoryRegistration, LlmAdapter, LlmRuntime, Registrati
 from ...vocab import (
     DiscoveredModel,
     GenerateOptions,
-    ImageBlock,
-    Message,
     ModelContext,
     ModelDiscoveryRequest,
     ModelInfo,
@@ -24,38 +22,19 @@ from ...vocab import (
     ResolvedModelInfo,
     StreamChunk,
 )
-from ...wire.attribution import attribution_headers
-from ...wire.credentials import credential_values
-from ...wire.http import stream_post
 from ...wire.pump import StreamSource, pump_sse
-from ...wire.watchdog import IdleWatchdog
 from .config import ResolvedProfile, load_config_file, resolve_profiles
-from .context import to_context
-from .credentials import auth_headers, resolve_route_key
 from .discovery import discover_models
-from .images import ImageLoader, prepare_images
+from .dispatch import open_call
+from .images import ImageLoader
 from .materialize import ModelDescriptor
 from .pinned import PinnedView
-from .protocols import ResponseRecord, make_translator, structured_output_support
-from .protocols.anthropic_messages import build_anthropic_request
+from .protocols import structured_output_support
 from .protocols.common import is_overflow_text
-from .protocols.openai_completions import build_completions_request
-from .protocols.openai_responses import build_responses_request
-from .protocols.request import BuiltRequest, RequestOptions
-from .replay_state import ReplayDegrade, restore_assistant
+from .replay_state import ReplayDegrade
 from .snapshot import SETTINGS_NS, Snapshot, directory_entries, registration_facts
 
 __all__ = ["ProvidersAdapter"]
-
-_BUILDERS = {
-    "openai-completions": build_completions_request,
-    "openai-responses": build_responses_request,
-    "anthropic-messages": build_anthropic_request,
-}
-
-
-def _ms_text(ms: float) -> str:
-    return str(int(ms)) if float(ms).is_integer() else repr(ms)
 
 
 class ProvidersAdapter(LlmAdapter):
@@ -268,71 +247,8 @@ class ProvidersAdapter(LlmAdapter):
 
     # ---- streaming ----------------------------------------------------------------------------
 
-    def _prepare(
-        self, snapshot: Snapshot, options: GenerateOptions
-    ) -> tuple[ResolvedProfile, ModelDescriptor, str | None, dict[str, str]]:
-        if options.stop:
-            raise LlmError(
-                f'provider "{options.provider}": the stop option is not supported',
-                ErrorCode.UNSUPPORTED_OPTION,
-            )
-        profile = self._profile(snapshot, options.provider)
-        model = self._model(profile, options.model)
-        effort = options.reasoning_effort or profile.reasoning
-        if effort is not None and effort not in model.levels:
-            raise LlmError(
-                f'provider "{profile.route}" model "{model.id}" does not support reasoning effort '
-                f'"{effort}"; it supports ' + ", ".join(model.levels),
-                ErrorCode.UNSUPPORTED_REASONING_EFFORT,
-            )
-        key = resolve_route_key(profile, os.environ if self._env is None else self._env)
-        auth = auth_headers(profile, model.api, key)
-        return profile, model, effort, auth
-
-    def _build(
-        self,
-        profile: ResolvedProfile,
-        model: ModelDescriptor,
-        effort: str | None,
-        auth: dict[str, str],
-        options: GenerateOptions,
-        messages: Sequence[Message],
-        read_image: Callable[[ImageBlock], bytes] | None,
-    ) -> tuple[BuiltRequest, dict[str, str]]:
-        ctx = to_context(
-            messages,
-            system=options.system,
-            tools=options.tools or (),
-            restore=lambda m, s: restore_assistant(m, s, self._on_degrade),
-            read_image=read_image,
-        )
-        request = _BUILDERS[model.api](
-            model,
-            ctx,
-            RequestOptions(
-                effort=effort,
-                temperature=options.temperature,
-                max_tokens=options.max_tokens,
-                session_id=options.session_id,
-                cache_retention=profile.cache_retention,
-                thinking_budgets=profile.thinking_budgets,
-                output=options.output,
-                tool_choice=options.tool_choice,
-                parallel_tool_calls=options.parallel_tool_calls,
-                provider_options=options.provider_options,
-            ),
-        )
-        headers = {"Content-Type": "application/json", **dict(model.headers), **request.headers}
-        headers.update(auth)
-        agent = attribution_headers()
-        for name, value in profile.headers:
-            if name.lower() not in {a.lower() for a in agent}:
-                headers[name] = value
-        headers.update(agent)
-        return request, headers
-
     def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
-        """Stream one call: checks before any I/O, then one HTTP request, chunks as they arrive."""
+        """Stream one call: checks before any I/O, then one request, chunks as they arrive."""
         return self._stream_on(options, None)
 
     def _stream_on(
@@ -341,39 +257,14 @@ class ProvidersAdapter(LlmAdapter):
         return pump_sse(functools.partial(self._open, options, snapshot), map_error=_overflow)
 
     async def _open(self, options: GenerateOptions, pinned: Snapshot | None = None) -> StreamSource:
-        """Every check and the request build (before any I/O), then the reads and translator."""
         snapshot = self._snapshot if pinned is None else pinned  # captured before any await
-        profile, model, effort, auth = self._prepare(snapshot, options)
-        messages, reader = await prepare_images(
-            options.messages,
-            model=model,
-            max_request_image_bytes=profile.max_request_image_bytes,
-            load=self._read_image,
+        return await open_call(
+            snapshot,
+            options,
+            env=os.environ if self._env is None else self._env,
+            load_image=self._read_image,
+            on_degrade=self._on_degrade,
         )
-        request, headers = self._build(profile, model, effort, auth, options, messages, reader)
-        record = ResponseRecord(
-            api=model.api,
-            provider=profile.route,
-            model=model.id,
-            context_window=model.context_window,
-            secrets=credential_values(headers),
-        )
-        if options.output is not None and model.api == "anthropic-messages":
-            record.answer_tool = options.output.name  # its input is the answer's text
-        watchdog = IdleWatchdog(
-            profile.stream_idle_timeout_ms,
-            message=f"idle timeout after {_ms_text(profile.stream_idle_timeout_ms)}ms",
-        )
-        reads = stream_post(
-            request.url,
-            request.body,
-            headers,
-            provider=profile.display_name,
-            endpoint=model.base_url,
-            watchdog=watchdog,
-            fallback_request_id_headers=("request-id",),
-        )
-        return StreamSource(reads, make_translator(model.api, record), watchdog)
 
 
 def _overflow(exc: LlmError) -> LlmError:

@@ -49,8 +49,17 @@ MaxTokensField: TypeAlias = Literal["max_completion_tokens", "max_tokens"]
 CacheControlFormat: TypeAlias = Literal["anthropic"]
 """How a Chat Completions endpoint marks prompt-cache breakpoints."""
 
-PROTOCOLS: Final[tuple[str, ...]] = ("openai-completions", "openai-responses", "anthropic-messages")
-"""The protocols a profile can describe completely with a key, an endpoint and headers."""
+PROTOCOLS: Final[tuple[str, ...]] = (
+    "openai-completions",
+    "openai-responses",
+    "anthropic-messages",
+    "google-generative-ai",
+    "mistral-conversations",
+    "azure-openai-responses",
+    "azure-openai-completions",
+    "bedrock-converse-stream",
+)
+"""The protocols a route may name (`api`); `protocols.registry` serves each."""
 
 LEVELS: Final[tuple[str, ...]] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 """Reasoning levels in escalation order."""
@@ -61,27 +70,28 @@ MODALITIES: Final[frozenset[str]] = frozenset({"text", "image"})
 THINKING_FORMATS: Final[tuple[str, ...]] = get_args(ThinkingFormat)
 """The Chat Completions reasoning dialects, in order."""
 
-_C = "openai-completions"
+_C0 = "openai-completions"
+_C = (_C0, "azure-openai-completions")  # Azure chat wraps the Chat Completions builder
 _R = "openai-responses"
 _A = "anthropic-messages"
 # Catalog-only protocols that share a compat type (reached only through catalog data).
 _R3 = (_R, "azure-openai-responses", "openai-codex-responses")
 
 SWITCH_PROTOCOLS: Final[dict[str, tuple[str, ...]]] = {
-    "supports_store": (_C,),
-    "supports_developer_role": (_C, *_R3),
-    "supports_reasoning_effort": (_C,),
-    "supports_usage_in_streaming": (_C,),
-    "max_tokens_field": (_C,),
-    "requires_tool_result_name": (_C,),
-    "requires_assistant_after_tool_result": (_C,),
-    "requires_thinking_as_text": (_C,),
-    "requires_reasoning_content_on_assistant_messages": (_C,),
-    "thinking_format": (_C,),
-    "chat_template_kwargs": (_C,),
-    "supports_strict_mode": (_C, *_R3, "bedrock-converse-stream"),
-    "cache_control_format": (_C,),
-    "supports_long_cache_retention": (_C, *_R3, _A),
+    "supports_store": _C,
+    "supports_developer_role": (*_C, *_R3),
+    "supports_reasoning_effort": _C,
+    "supports_usage_in_streaming": _C,
+    "max_tokens_field": _C,
+    "requires_tool_result_name": _C,
+    "requires_assistant_after_tool_result": _C,
+    "requires_thinking_as_text": _C,
+    "requires_reasoning_content_on_assistant_messages": _C,
+    "thinking_format": _C,
+    "chat_template_kwargs": _C,
+    "supports_strict_mode": (*_C, *_R3, "bedrock-converse-stream"),
+    "cache_control_format": _C,
+    "supports_long_cache_retention": (*_C, *_R3, _A),
     "supports_eager_tool_input_streaming": (_A,),
     "supports_cache_control_on_tools": (_A,),
     "supports_temperature": (_A,),

@@ -61,13 +61,25 @@ _FIELDS: Final = frozenset(
         "thinking_budgets",
         "cache_retention",
         "timeout_ms",
+        "first_token_timeout_ms",
         "stream_idle_timeout_ms",
+        "auth",
+        "transport",
+        "region",
+        "api_version",
+        "account_id",
+        "gateway_id",
         "max_request_image_bytes",
         "retry_policy",
     }
 )
 _REMOVED_RETRY: Final = ("max_retries", "max_retry_delay_ms", "maxRetries", "maxRetryDelayMs")
 _BUDGET_LEVELS: Final = ("minimal", "low", "medium", "high")
+_AUTH: Final = ("key", "none")
+_TRANSPORTS: Final = ("sse", "websocket")
+_WEBSOCKET_APIS: Final = ("openai-responses", "azure-openai-responses")
+_KEY_PARAMS: Final = re.compile(r"[?&](key|api[_-]?key|access[_-]?token|token)=", re.I)
+_SEGMENT: Final = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
 
 class ResolvedProfile(msgspec.Struct, frozen=True, kw_only=True):
@@ -86,7 +98,14 @@ class ResolvedProfile(msgspec.Struct, frozen=True, kw_only=True):
     thinking_budgets: Mapping[str, int] | None
     cache_retention: CacheRetention | None
     timeout_ms: int | None
+    first_token_timeout_ms: int | None
     stream_idle_timeout_ms: float
+    auth: str
+    transport: str
+    region: str | None
+    account_id: str | None
+    gateway_id: str | None
+    base_url: str | None
     max_request_image_bytes: int
     retry_policy: RetryPolicy
     models: Mapping[str, ModelDescriptor]
@@ -159,6 +178,12 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
         raise _fail(route, f"has an empty baseURL (providers.{route}.base_url)")
     if base_url is not None and (problem := http_url_problem(base_url)) is not None:
         raise _fail(route, f"base_url {problem} (providers.{route}.base_url)")
+    if base_url is not None and _KEY_PARAMS.search(base_url):
+        raise _fail(
+            route,
+            f"base_url carries a credential in its query string (providers.{route}.base_url); "
+            "keys travel in headers: use api_key_env",
+        )
     display_name = _string(route, raw, "display_name")
     if display_name == "":
         raise _fail(route, f"has an empty displayName (providers.{route}.display_name)")
@@ -227,8 +252,34 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
             )
         budgets = MappingProxyType(dict(budgets))
     timeout = raw.get("timeout_ms")
-    if timeout is not None and (not _is_int(timeout) or timeout < 0):
-        raise _fail(route, f"providers.{route}.timeout_ms must be a non-negative integer")
+    if timeout is not None and (not _is_int(timeout) or timeout < 0 or timeout > _MAX_TIMER_MS):
+        raise _fail(
+            route,
+            f"providers.{route}.timeout_ms must be a non-negative integer of ms (0 = no total "
+            "deadline)",
+        )
+    first = raw.get("first_token_timeout_ms")
+    if first is not None and (not _is_int(first) or first < 1 or first > _MAX_TIMER_MS):
+        raise _fail(route, f"providers.{route}.first_token_timeout_ms must be a positive integer")
+    auth = _choice(route, raw, "auth", _AUTH) or "key"
+    transport = _choice(route, raw, "transport", _TRANSPORTS) or "sse"
+    if transport == "websocket":
+        other = sorted({m.api for m in models.values()} - set(_WEBSOCKET_APIS))
+        if other:
+            raise _fail(
+                route,
+                f'sets transport "websocket" (providers.{route}.transport), which only '
+                f"{' and '.join(_WEBSOCKET_APIS)} speak; this route also serves {', '.join(other)}",
+            )
+    segments = {k: _string(route, raw, k) for k in ("region", "account_id", "gateway_id")}
+    for key, value in segments.items():
+        if value is not None and not _SEGMENT.match(value):
+            raise _fail(route, f"providers.{route}.{key} must be 1-128 of [A-Za-z0-9._-]")
+    api_version = _string(route, raw, "api_version")
+    if api_version is not None and not _SEGMENT.match(api_version):
+        raise _fail(route, f"providers.{route}.api_version must be 1-128 of [A-Za-z0-9._-]")
+    if api_version is not None:
+        models = {k: msgspec.structs.replace(m, api_version=api_version) for k, m in models.items()}
     reasoning = _choice(route, raw, "reasoning", LEVELS)
     retention = _choice(route, raw, "cache_retention", get_args(CacheRetention))
     return ResolvedProfile(
@@ -241,8 +292,15 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
         reasoning=reasoning,
         thinking_budgets=budgets,
         cache_retention=retention if _is_retention(retention) else None,
-        timeout_ms=timeout,
+        timeout_ms=timeout or None,
+        first_token_timeout_ms=first,
         stream_idle_timeout_ms=float(idle),
+        auth=auth,
+        transport=transport,
+        region=segments["region"],
+        account_id=segments["account_id"],
+        gateway_id=segments["gateway_id"],
+        base_url=base_url,
         max_request_image_bytes=int(image_bytes),
         retry_policy=policy,
         models=MappingProxyType(models),

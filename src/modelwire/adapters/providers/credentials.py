@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from ...errors import ErrorCode, LlmError
 from ...wire.credentials import assert_usable_api_key
 from .config import ResolvedProfile
+from .protocols.spec import WireProtocol
 
-__all__ = ["PKG", "auth_headers", "resolve_route_key"]
+__all__ = ["PKG", "auth_headers", "missing_key_message", "resolve_route_key"]
 
 PKG = "modelwire.providers"
 """The package name credential errors carry."""
@@ -38,24 +39,30 @@ def resolve_route_key(profile: ResolvedProfile, env: Mapping[str, str]) -> str |
     return None
 
 
-def _has_header(headers: Mapping[str, str], *names: str) -> bool:
+def _has_header(headers: Mapping[str, str], names: tuple[str, ...]) -> bool:
     return any(k.lower() in names and v.strip() for k, v in headers.items())
 
 
-def auth_headers(profile: ResolvedProfile, api: str, key: str | None) -> dict[str, str]:
-    """The auth header for `api` (`x-api-key` for Anthropic, else a Bearer token).
+def missing_key_message(profile: ResolvedProfile) -> str:
+    """``No API key for provider: <route>``, naming the catalog's key variable when it has one."""
+    text = f"No API key for provider: {profile.route}"
+    if profile.ambient_key_env:
+        text += f" (set {' or '.join(profile.ambient_key_env)}, or name one with api_key_env)"
+    return text
 
-    Without a key, the profile's own `Authorization` (or `cf-aig-authorization`, or for Anthropic
-    `x-api-key`) header must carry the credential, else `MISSING_CREDENTIAL`
-    "No API key for provider: <route>" before any I/O.
+
+def auth_headers(profile: ResolvedProfile, spec: WireProtocol, key: str | None) -> dict[str, str]:
+    """The auth header of a key on `spec`'s wire (Bearer, ``x-api-key``, ``x-goog-api-key``,
+    ``api-key`` ...); nothing on a keyless route (`auth = "none"`).
+
+    Without a key, the profile's own credential header (one of the protocol's
+    `key_header_names`) must carry it, or the protocol signs requests itself (`authorize`);
+    else `MISSING_CREDENTIAL` before any I/O.
     """
-    if key is not None:
-        if api == "anthropic-messages":
-            return {"x-api-key": key}
-        return {"Authorization": f"Bearer {key}"}
-    allowed: tuple[str, ...] = ("authorization", "cf-aig-authorization")
-    if api == "anthropic-messages":
-        allowed = (*allowed, "x-api-key")
-    if _has_header(dict(profile.headers), *allowed):
+    if profile.auth == "none":
         return {}
-    raise LlmError(f"No API key for provider: {profile.route}", ErrorCode.MISSING_CREDENTIAL)
+    if key is not None:
+        return spec.key_headers(key)
+    if _has_header(dict(profile.headers), spec.key_header_names) or spec.authorize is not None:
+        return {}
+    raise LlmError(missing_key_message(profile), ErrorCode.MISSING_CREDENTIAL)

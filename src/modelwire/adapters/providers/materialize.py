@@ -53,6 +53,8 @@ class ModelDescriptor(msgspec.Struct, frozen=True, kw_only=True):
     configured_max_tokens: int | None
     headers: tuple[tuple[str, str], ...]
     compat: CompatSwitches
+    api_version: str | None = None
+    """The route's API version (Azure's ``api-version`` query parameter); None = unset."""
 
     def __repr__(self) -> str:
         return hidden_repr(self, {"headers": hidden_headers(self.headers)})

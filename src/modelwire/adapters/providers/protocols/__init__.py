@@ -1,4 +1,5 @@
-"""The three wire protocols: request builders and streaming translators (spec §4)."""
+"""The wire protocols: request builders and streaming translators (spec §4), one
+`WireProtocol` each in `registry`."""
 
 from __future__ import annotations
 
@@ -7,41 +8,32 @@ from collections.abc import Iterable
 from ....vocab import StreamChunk, StructuredOutputSupport
 from ....wire.pump import Translator, translate_reads
 from ..materialize import ModelDescriptor
-from .anthropic_stream import AnthropicTranslator
 from .common import ResponseRecord
-from .completions_stream import CompletionsTranslator
-from .openai_completions import completions_compat
-from .responses_stream import ResponsesTranslator
+from .registry import API_NAMES, protocol
+from .spec import AuthContext, WireProtocol
 
 __all__ = [
+    "API_NAMES",
+    "AuthContext",
     "ResponseRecord",
     "Translator",
+    "WireProtocol",
     "make_translator",
+    "protocol",
     "structured_output_support",
     "translate_sse",
 ]
 
 
 def structured_output_support(model: ModelDescriptor) -> StructuredOutputSupport:
-    """How a model's protocol honours `GenerateOptions.output`: Responses sends a strict JSON
-    Schema format; Chat Completions a `json_schema` response format, strict where the endpoint
-    has strict mode; Anthropic forces an answer tool, which the provider does not validate."""
-    if model.api == "openai-responses":
-        return "native-strict"
-    if model.api == "openai-completions":
-        return "native-strict" if completions_compat(model).supports_strict_mode else "native-json"
-    return "emulated"
+    """How a model's protocol honours `GenerateOptions.output` (strict schema, JSON mode, or
+    emulated through a forced answer tool the provider does not validate)."""
+    return protocol(model.api).structured_output(model)
 
 
 def make_translator(api: str, record: ResponseRecord) -> Translator:
     """The translator for protocol `api` writing into `record`."""
-    if api == "openai-completions":
-        return CompletionsTranslator(record)
-    if api == "openai-responses":
-        return ResponsesTranslator(record)
-    if api == "anthropic-messages":
-        return AnthropicTranslator(record)
-    raise ValueError(f"unknown protocol {api!r}")
+    return protocol(api).translator(record)
 
 
 def translate_sse(
@@ -52,8 +44,10 @@ def translate_sse(
     model: str,
     context_window: int | None = None,
 ) -> list[StreamChunk]:
-    """Translate a whole response body, given as reads of raw bytes, into chunks (no I/O)."""
+    """Translate a whole response body, given as reads of raw bytes, into chunks (no I/O),
+    framed as the protocol frames it (SSE, or Bedrock's binary event stream)."""
     record = ResponseRecord(api=api, provider=provider, model=model, context_window=context_window)
     out: list[StreamChunk] = []
-    translate_reads(reads, make_translator(api, record), out)
+    spec = protocol(api)
+    translate_reads(reads, spec.translator(record), out, framer=spec.framer())
     return out

@@ -1,0 +1,259 @@
+"""One call of a providers route, up to its first byte: every check before I/O, the endpoint
+(account placeholders, the AWS region), the request of the route's protocol, its auth (a key
+header, a profile header, SigV4, or nothing on a keyless route), the call's deadlines, and the
+transport (HTTP + SSE or event stream, or a WebSocket) — handed to the pump as a `StreamSource`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final
+
+import msgspec
+
+from ...errors import ErrorCode, LlmError
+from ...vocab import GenerateOptions, ImageBlock, Message
+from ...wire.attribution import attribution_headers
+from ...wire.credentials import credential_values
+from ...wire.http import stream_post
+from ...wire.pump import StreamSource
+from ...wire.watchdog import IdleWatchdog
+from .config import ResolvedProfile
+from .context import to_context
+from .credentials import auth_headers, resolve_route_key
+from .images import ImageLoader, prepare_images
+from .materialize import ModelDescriptor
+from .protocols import AuthContext, ResponseRecord, WireProtocol, protocol
+from .protocols.request import BuiltRequest, RequestOptions
+from .replay_state import ReplayDegrade, restore_assistant
+from .snapshot import Snapshot
+
+__all__ = ["open_call", "resolve_endpoint", "route_region"]
+
+_PLACEHOLDER: Final = re.compile(r"\{([A-Z_]+)\}")
+_PLACEHOLDER_FIELDS: Final = {
+    "CLOUDFLARE_ACCOUNT_ID": "account_id",
+    "CLOUDFLARE_GATEWAY_ID": "gateway_id",
+}
+_BEDROCK: Final = "bedrock-converse-stream"
+
+
+def _ms_text(ms: float) -> str:
+    return str(int(ms)) if float(ms).is_integer() else repr(ms)
+
+
+def route_region(profile: ResolvedProfile, env: Mapping[str, str]) -> str | None:
+    """The route's AWS region: the profile's `region`, else ``AWS_REGION``, else
+    ``AWS_DEFAULT_REGION`` (None when none is set)."""
+    return profile.region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
+
+
+def resolve_endpoint(
+    profile: ResolvedProfile, model: ModelDescriptor, env: Mapping[str, str]
+) -> ModelDescriptor:
+    """`model` with its final base URL: catalog placeholders (``{CLOUDFLARE_ACCOUNT_ID}``)
+    filled from the profile field or the environment, and a Bedrock route's URL built for its
+    region (unless the profile gave its own `base_url`). A value that cannot be found is
+    `INVALID_CONFIG` naming the field and the variable, before any I/O."""
+    url = model.base_url
+    if model.api == _BEDROCK and profile.base_url is None:
+        region = route_region(profile, env)
+        if region is None:
+            raise LlmError(
+                f'provider route "{profile.route}" has no AWS region: set '
+                f"providers.{profile.route}.region, AWS_REGION or AWS_DEFAULT_REGION",
+                ErrorCode.INVALID_CONFIG,
+            )
+        if not re.fullmatch(r"[a-z0-9-]{1,64}", region):
+            raise LlmError(
+                f'provider route "{profile.route}": AWS region {region[:64]!r} is not a region '
+                "name",
+                ErrorCode.INVALID_CONFIG,
+            )
+        url = f"https://bedrock-runtime.{region}.amazonaws.com"
+    if "{" in url:
+
+        def fill(match: re.Match[str]) -> str:
+            name = match.group(1)
+            field = _PLACEHOLDER_FIELDS.get(name)
+            value = getattr(profile, field) if field is not None else None
+            value = value or env.get(name, "").strip()
+            if not value or not re.fullmatch(r"[A-Za-z0-9._-]{1,128}", value):
+                where = f"providers.{profile.route}.{field} or " if field else ""
+                raise LlmError(
+                    f'provider route "{profile.route}" model "{model.id}": its endpoint needs '
+                    f"{name}; set {where}{name}",
+                    ErrorCode.INVALID_CONFIG,
+                )
+            return value
+
+        url = _PLACEHOLDER.sub(fill, url)
+    return model if url == model.base_url else msgspec.structs.replace(model, base_url=url)
+
+
+def _check(snapshot: Snapshot, options: GenerateOptions) -> tuple[ResolvedProfile, ModelDescriptor]:
+    if options.stop:
+        raise LlmError(
+            f'provider "{options.provider}": the stop option is not supported',
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+    profile = snapshot.profiles.get(options.provider)
+    if profile is None:
+        raise LlmError(
+            f'no provider route "{options.provider}" is configured', ErrorCode.NO_ADAPTER
+        )
+    model = profile.models.get(options.model)
+    if model is None:
+        raise LlmError(
+            f'provider "{profile.route}" serves no model "{options.model}"',
+            ErrorCode.UNKNOWN_MODEL,
+        )
+    return profile, model
+
+
+def _effort(
+    profile: ResolvedProfile, model: ModelDescriptor, options: GenerateOptions
+) -> str | None:
+    effort = options.reasoning_effort or profile.reasoning
+    if effort is not None and effort not in model.levels:
+        raise LlmError(
+            f'provider "{profile.route}" model "{model.id}" does not support reasoning effort '
+            f'"{effort}"; it supports ' + ", ".join(model.levels),
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+        )
+    return effort
+
+
+def _request(
+    spec: WireProtocol,
+    profile: ResolvedProfile,
+    model: ModelDescriptor,
+    effort: str | None,
+    options: GenerateOptions,
+    messages: Sequence[Message],
+    read_image: Callable[[ImageBlock], bytes] | None,
+    on_degrade: ReplayDegrade | None,
+) -> BuiltRequest:
+    ctx = to_context(
+        messages,
+        system=options.system,
+        tools=options.tools or (),
+        restore=lambda m, s: restore_assistant(m, s, on_degrade),
+        read_image=read_image,
+    )
+    return spec.build(
+        model,
+        ctx,
+        RequestOptions(
+            effort=effort,
+            temperature=options.temperature,
+            max_tokens=options.max_tokens,
+            session_id=options.session_id,
+            cache_retention=profile.cache_retention,
+            thinking_budgets=profile.thinking_budgets,
+            output=options.output,
+            tool_choice=options.tool_choice,
+            parallel_tool_calls=options.parallel_tool_calls,
+            provider_options=options.provider_options,
+        ),
+    )
+
+
+def _headers(
+    profile: ResolvedProfile, model: ModelDescriptor, request: BuiltRequest, auth: dict[str, str]
+) -> dict[str, str]:
+    headers = {"Content-Type": "application/json", **dict(model.headers), **request.headers}
+    headers.update(auth)
+    agent = attribution_headers()
+    lowered = {a.lower() for a in agent}
+    for name, value in profile.headers:
+        if name.lower() not in lowered:
+            headers[name] = value
+    headers.update(agent)
+    return headers
+
+
+def _watchdog(profile: ResolvedProfile, options: GenerateOptions) -> IdleWatchdog:
+    total = options.timeout_ms if options.timeout_ms is not None else profile.timeout_ms
+    first = profile.first_token_timeout_ms
+    return IdleWatchdog(
+        profile.stream_idle_timeout_ms,
+        message=f"idle timeout after {_ms_text(profile.stream_idle_timeout_ms)}ms",
+        total_ms=total or None,
+        total_message=f'provider "{profile.route}" model "{options.model}": the call exceeded '
+        f"its total deadline of {_ms_text(total or 0)}ms (timeout_ms)",
+        first_token_ms=first,
+        first_token_message=f'provider "{profile.route}" model "{options.model}": no first '
+        f"token within {_ms_text(first or 0)}ms (first_token_timeout_ms)",
+    )
+
+
+async def open_call(
+    snapshot: Snapshot,
+    options: GenerateOptions,
+    *,
+    env: Mapping[str, str],
+    load_image: ImageLoader | None,
+    on_degrade: ReplayDegrade | None,
+    clock: Callable[[], float] = time.time,
+) -> StreamSource:
+    """Every check and the request build (before any I/O), then the reads and translator."""
+    profile, model = _check(snapshot, options)
+    effort = _effort(profile, model, options)
+    spec = protocol(model.api)
+    key = None if profile.auth == "none" else resolve_route_key(profile, env)
+    auth = auth_headers(profile, spec, key)
+    model = resolve_endpoint(profile, model, env)
+    messages, reader = await prepare_images(
+        options.messages,
+        model=model,
+        max_request_image_bytes=profile.max_request_image_bytes,
+        load=load_image,
+    )
+    request = _request(spec, profile, model, effort, options, messages, reader, on_degrade)
+    headers = _headers(profile, model, request, auth)
+    sign = spec.authorize
+    if (
+        sign is not None
+        and key is None
+        and profile.auth != "none"
+        and not any(n.lower() in spec.key_header_names for n, _ in profile.headers)
+    ):
+        context = AuthContext(profile.route, env, route_region(profile, env), clock)
+        headers.update(sign(request, headers, context))
+    record = ResponseRecord(
+        api=model.api,
+        provider=profile.route,
+        model=model.id,
+        context_window=model.context_window,
+        secrets=credential_values(headers),
+    )
+    if options.output is not None and model.api == "anthropic-messages":
+        record.answer_tool = options.output.name  # its input is the answer's text
+    watchdog = _watchdog(profile, options)
+    framer = spec.framer()
+    if profile.transport == "websocket":
+        from ...wire.websocket import MessageFramer, responses_websocket
+
+        framer = MessageFramer()
+        reads = responses_websocket(
+            request.url,
+            request.body,
+            headers,
+            provider=profile.display_name,
+            endpoint=model.base_url,
+            watchdog=watchdog,
+        )
+    else:
+        reads = stream_post(
+            request.url,
+            request.body,
+            headers,
+            provider=profile.display_name,
+            endpoint=model.base_url,
+            watchdog=watchdog,
+            fallback_request_id_headers=("request-id",),
+        )
+    return StreamSource(reads, spec.translator(record), watchdog, framer)

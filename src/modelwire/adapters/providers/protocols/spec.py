@@ -1,0 +1,63 @@
+"""What one wire protocol is to the adapter: its request builder, streaming translator, body
+framing, how an API key travels and how far it honours structured output (a `WireProtocol`).
+
+Each protocol module exports one `PROTOCOL`; `registry.protocol(api)` loads it on first use, so
+a process that never speaks Bedrock never imports its signer or frame decoder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
+
+from ....vocab import StructuredOutputSupport
+from ....wire.pump import Framer, Translator
+from ....wire.sse import SseDecoder
+from ..context import NContext
+from ..materialize import ModelDescriptor
+from .common import ResponseRecord
+from .request import BuiltRequest, RequestOptions
+
+__all__ = ["AuthContext", "Authorize", "Framer", "WireProtocol", "bearer", "sse_framer"]
+
+
+def sse_framer() -> Framer:
+    """A fresh Server-Sent Events decoder."""
+    return SseDecoder()
+
+
+def bearer(key: str) -> dict[str, str]:
+    """An API key as an ``Authorization: Bearer`` header."""
+    return {"Authorization": f"Bearer {key}"}
+
+
+class AuthContext(NamedTuple):
+    """What a request-signing protocol needs besides the request: the route (for messages),
+    the launch environment credentials are read from, the route's region (None = unset) and
+    a clock (epoch seconds) the signature's date comes from."""
+
+    route: str
+    env: Mapping[str, str]
+    region: str | None
+    now: Callable[[], float]
+
+
+Authorize = Callable[[BuiltRequest, Mapping[str, str], AuthContext], dict[str, str]]
+"""Computes the auth headers of a finished request (final URL, headers and body), e.g. AWS
+SigV4; raises `LlmError` ``MISSING_CREDENTIAL`` naming the variables it looked for."""
+
+
+class WireProtocol(NamedTuple):
+    """One protocol: `build` the request, `translator` for its stream, the body `framer`,
+        `key_headers` (how a plain API key is sent), `key_header_names` (profile headers that carry
+        the credential instead, lower case), and `structured_output` for a model. A protocol with
+    `authorize` signs each request itself when the route resolves no plain key."""
+
+    api: str
+    build: Callable[[ModelDescriptor, NContext, RequestOptions], BuiltRequest]
+    translator: Callable[[ResponseRecord], Translator]
+    structured_output: Callable[[ModelDescriptor], StructuredOutputSupport]
+    key_headers: Callable[[str], dict[str, str]] = bearer
+    key_header_names: tuple[str, ...] = ("authorization", "cf-aig-authorization")
+    framer: Callable[[], Framer] = sse_framer
+    authorize: Authorize | None = None
