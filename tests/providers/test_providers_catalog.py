@@ -18,11 +18,35 @@ def test_catalog_pins_source_and_counts() -> None:
     catalog = load_catalog()
     assert catalog.source.package == "@earendil-works/pi-ai"
     assert catalog.source.version == "0.82.1"
-    assert len(catalog.providers) == 28
-    assert sum(len(p.models) for p in catalog.providers.values()) == 795
-    assert {"amazon-bedrock", "google-vertex", "openai-codex", "github-copilot"} <= set(
-        catalog.withheld
-    )
+    # pi-ai 0.82.1 has 37 providers and 1,109 models; only the three OAuth-only providers
+    # (48 models) are withheld since the native protocols landed (issue #16)
+    assert len(catalog.providers) == 34
+    assert sum(len(p.models) for p in catalog.providers.values()) == 1061
+    assert set(catalog.withheld) == {"google-vertex", "openai-codex", "github-copilot"}
+    assert all(reason.startswith("OAuth-only") for reason in catalog.withheld.values())
+    for native in ("google", "mistral", "azure-openai-responses", "amazon-bedrock"):
+        assert native in catalog.providers
+    assert {"cloudflare-workers-ai", "cloudflare-ai-gateway"} <= set(catalog.providers)
+
+
+def test_catalog_keeps_prices_per_bucket() -> None:
+    providers = load_catalog().providers
+    priced = [m for p in providers.values() for m in p.models if m.cost is not None]
+    assert len(priced) == sum(len(p.models) for p in providers.values())
+    flash = providers["deepseek"].by_id["deepseek-v4-flash"].cost
+    assert flash is not None and flash.input > 0 and flash.output > flash.input
+    sonnet = next(m for m in providers["anthropic"].models if "sonnet" in m.id).cost
+    assert sonnet is not None and 0 < sonnet.cache_read < sonnet.input < sonnet.cache_write
+
+
+def test_catalog_default_model_is_the_recommended_one() -> None:
+    providers = load_catalog().providers
+    assert providers["openai"].default_model == "gpt-5.5"  # not the first entry, gpt-4
+    assert providers["anthropic"].default_model == "claude-opus-4-8"
+    assert providers["google"].default_model == "gemini-3.1-pro-preview"
+    for pid, provider in providers.items():
+        assert provider.recommended is not None, pid
+        assert provider.recommended in provider.by_id, pid
 
 
 def test_catalog_pins_entries() -> None:

@@ -215,9 +215,13 @@ async def test_catalog_68_69_repointed_openai_route_over_the_wire_keeps_catalog_
 def test_catalog_70_71_oauth_only_codex_is_not_a_catalog_route() -> None:
     """Ported in intent: pi-ai's `openai-codex` authenticates with OAuth, which this adapter
     does not offer (spec §4.6); the catalog withholds it, so the key is an ordinary declared
-    route and a bare profile under it is refused, with or without `api_key_env`."""
-    _refused({"openai-codex": {"api_key_env": "CODEX_TOKEN"}}, "resolves no models")
-    _refused({"openai-codex": {}}, "resolves no models")
+    route and a bare profile under it is refused, with or without `api_key_env`, in one line
+    that names the provider and why (issue #16)."""
+    why = 'provider "openai-codex" is not served by modelwire: OAuth-only'
+    _refused({"openai-codex": {"api_key_env": "CODEX_TOKEN"}}, why)
+    _refused({"openai-codex": {}}, why)
+    _refused({"github-copilot": {}}, 'provider "github-copilot" is not served by modelwire')
+    _refused({"google-vertex": {}}, "Application Default Credentials")
 
 
 def test_catalog_79_override_efforts_reshape_one_model() -> None:

@@ -159,7 +159,7 @@ def build_routes(
                 display_name=providers.provider_info(name).name,
                 source=config.path or "config",
                 adapter=providers,
-                missing_env=_env_missing(named if isinstance(named, str) else None, merged),
+                missing_env=providers.missing_credential(name),
                 key_vars=key_vars[name],
                 key_source=_key_source(key_vars[name], environ, name in keys),
             )
@@ -187,15 +187,17 @@ def build_routes(
 
 
 async def choose_model(route: Route, wanted: str | None) -> str:
-    """`wanted` if the route lists it (or lists nothing), else the route's first model.
+    """`wanted` if the route lists it (or lists nothing), else the route's recommended model
+    (its first when none is marked).
 
     An id the route's catalog does not list is a one-line `CliError` naming route and model.
     """
-    ids = [m.id for m in await route.adapter.list_models(route.name)]
+    infos = await route.adapter.list_models(route.name)
+    ids = [m.id for m in infos]
     if wanted is None:
         if not ids:
             fail(f"route {route.name!r} lists no models: pass -m {route.name}:MODEL")
-        return ids[0]
+        return next((m.id for m in infos if m.recommended), ids[0])
     if ids and wanted not in ids:
         shown = ", ".join(ids[:12]) + (", …" if len(ids) > 12 else "")
         fail(
@@ -259,7 +261,12 @@ async def list_models(route: str, *, config_path: str | None, as_json: bool) -> 
     if route in routes.routes:
         infos = await routes.routes[route].adapter.list_models(route)
         rows = [
-            {"id": m.id, "name": m.name, "input": list(m.input_modalities or ("text",))}
+            {
+                "id": m.id,
+                "name": m.name,
+                "input": list(m.input_modalities or ("text",)),
+                "default": m.recommended,
+            }
             for m in infos
         ]
     else:
@@ -269,7 +276,15 @@ async def list_models(route: str, *, config_path: str | None, as_json: bool) -> 
         from ..adapters.providers.catalog import load_catalog
 
         provider = load_catalog().providers[route]
-        rows = [{"id": m.id, "name": m.name, "input": list(m.input)} for m in provider.models]
+        rows = [
+            {
+                "id": m.id,
+                "name": m.name,
+                "input": list(m.input),
+                "default": m.id == provider.default_model,
+            }
+            for m in provider.models
+        ]
         note = (
             f"{route} is in the installed catalog but not configured: add a [providers.{route}] "
             "section to your config file (see `modelwire providers`)"
@@ -278,12 +293,13 @@ async def list_models(route: str, *, config_path: str | None, as_json: bool) -> 
         sys.stdout.write(msgspec.json.encode({"route": route, "models": rows}).decode() + "\n")
         return 0
     table = Table(title=f"models of {route}", title_justify="left", show_edge=False)
-    for column in ("id", "name", "input"):
+    for column in ("id", "name", "input", "default"):
         table.add_column(column)
     for row in rows:
         inputs = row["input"]
         shown = ", ".join(str(i) for i in inputs) if isinstance(inputs, list) else ""
-        table.add_row(escape(str(row["id"])), escape(str(row["name"])), escape(shown))
+        mark = "default" if row["default"] else ""
+        table.add_row(escape(str(row["id"])), escape(str(row["name"])), escape(shown), mark)
     console = Console(highlight=False, soft_wrap=True)
     console.print(table)
     if note:

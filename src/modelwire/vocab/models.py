@@ -38,13 +38,15 @@ class ProviderInfo(msgspec.Struct, frozen=True):
 
 
 class ModelInfo(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
-    """An advisory catalog entry; `input_modalities` None means unknown."""
+    """An advisory catalog entry; `input_modalities` None means unknown; `recommended` marks
+    the route's default model (what a caller that names no model gets)."""
 
     provider: str
     id: str
     name: str
     description: str | None = None
     input_modalities: tuple[str, ...] | None = None
+    recommended: bool = False
 
 
 class ModelContext(msgspec.Struct, frozen=True):

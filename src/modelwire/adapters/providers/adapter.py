@@ -23,13 +23,15 @@ from ...vocab import (
     StreamChunk,
 )
 from ...wire.pump import StreamSource, pump_sse
+from .catalog import load_catalog
 from .config import ResolvedProfile, load_config_file, resolve_profiles
+from .credentials import missing_credential
 from .discovery import discover_models
 from .dispatch import open_call
 from .images import ImageLoader
 from .materialize import ModelDescriptor
 from .pinned import PinnedView
-from .protocols import structured_output_support
+from .protocols import protocol, structured_output_support
 from .protocols.common import is_overflow_text
 from .replay_state import ReplayDegrade
 from .snapshot import SETTINGS_NS, Snapshot, directory_entries, registration_facts
@@ -208,10 +210,39 @@ class ProvidersAdapter(LlmAdapter):
     async def list_models(self, provider: str) -> list[ModelInfo]:
         """The route's models, stamped with the route."""
         profile = self._profile(self._snapshot, provider)
+        default = self.default_model(provider)
         return [
-            ModelInfo(provider=provider, id=m.id, name=m.name, input_modalities=m.input)
+            ModelInfo(
+                provider=provider,
+                id=m.id,
+                name=m.name,
+                input_modalities=m.input,
+                recommended=m.id == default,
+            )
             for m in profile.models.values()
         ]
+
+    def missing_credential(self, provider: str) -> str | None:
+        """The variable a route still needs set before it can authenticate (None: ready)."""
+        profile = self._profile(self._snapshot, provider)
+        env = os.environ if self._env is None else self._env
+        needs: set[str] = set()
+        for model in profile.models.values():
+            missing = missing_credential(profile, protocol(model.api), env)
+            if missing is None:
+                return None
+            needs.add(missing)
+        return min(needs) if needs else None
+
+    def default_model(self, provider: str) -> str | None:
+        """The route's default model: the catalog's recommended one when the route serves it,
+        else its first model (None for an unknown route)."""
+        profile = self._snapshot.profiles.get(provider)
+        if profile is None or not profile.models:
+            return None
+        catalog = load_catalog().providers.get(provider) if profile.catalog_route else None
+        wanted = catalog.default_model if catalog is not None else None
+        return wanted if wanted in profile.models else next(iter(profile.models))
 
     def pinned(self) -> LlmAdapter:
         """This adapter bound to its current config snapshot (for a prepared call): a later

@@ -9,7 +9,24 @@ import msgspec
 
 from .compat import CompatSwitches
 
-__all__ = ["Catalog", "CatalogModel", "CatalogProvider", "CatalogSource", "load_catalog"]
+__all__ = [
+    "Catalog",
+    "CatalogCost",
+    "CatalogModel",
+    "CatalogProvider",
+    "CatalogSource",
+    "load_catalog",
+]
+
+
+class CatalogCost(msgspec.Struct, frozen=True, kw_only=True):
+    """A model's list prices in USD per million tokens, per usage bucket (as the catalog's
+    source publishes them; 0 = free or not charged separately)."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
 
 
 class CatalogModel(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
@@ -26,20 +43,30 @@ class CatalogModel(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True
     thinking_level_map: dict[str, str | None] | None = None
     compat: CompatSwitches | None = None
     headers: dict[str, str] | None = None
+    cost: CatalogCost | None = None
 
 
 class CatalogProvider(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True, dict=True):
-    """One catalog provider: display name, base URL, ambient key variables and its models."""
+    """One catalog provider: display name, base URL, ambient key variables, the recommended
+    model (the route's default) and its models."""
 
     name: str
     base_url: str | None = None
     api_key_env: tuple[str, ...] = ()
+    recommended: str | None = None
     models: tuple[CatalogModel, ...] = ()
 
     @functools.cached_property
     def by_id(self) -> dict[str, CatalogModel]:
         """The provider's models keyed by id."""
         return {m.id: m for m in self.models}
+
+    @property
+    def default_model(self) -> str | None:
+        """The recommended model when the catalog lists it, else the first one."""
+        if self.recommended is not None and self.recommended in self.by_id:
+            return self.recommended
+        return self.models[0].id if self.models else None
 
     @property
     def shared_api(self) -> str | None:

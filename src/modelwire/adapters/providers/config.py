@@ -176,14 +176,14 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
     base_url = _string(route, raw, "base_url")
     if base_url == "":
         raise _fail(route, f"has an empty baseURL (providers.{route}.base_url)")
-    if base_url is not None and (problem := http_url_problem(base_url)) is not None:
-        raise _fail(route, f"base_url {problem} (providers.{route}.base_url)")
     if base_url is not None and _KEY_PARAMS.search(base_url):
         raise _fail(
             route,
             f"base_url carries a credential in its query string (providers.{route}.base_url); "
             "keys travel in headers: use api_key_env",
         )
+    if base_url is not None and (problem := http_url_problem(base_url)) is not None:
+        raise _fail(route, f"base_url {problem} (providers.{route}.base_url)")
     display_name = _string(route, raw, "display_name")
     if display_name == "":
         raise _fail(route, f"has an empty displayName (providers.{route}.display_name)")

@@ -9,7 +9,7 @@ from ...wire.credentials import assert_usable_api_key
 from .config import ResolvedProfile
 from .protocols.spec import WireProtocol
 
-__all__ = ["PKG", "auth_headers", "missing_key_message", "resolve_route_key"]
+__all__ = ["PKG", "auth_headers", "missing_credential", "missing_key_message", "resolve_route_key"]
 
 PKG = "modelwire.providers"
 """The package name credential errors carry."""
@@ -66,3 +66,24 @@ def auth_headers(profile: ResolvedProfile, spec: WireProtocol, key: str | None) 
     if _has_header(dict(profile.headers), spec.key_header_names) or spec.authorize is not None:
         return {}
     raise LlmError(missing_key_message(profile), ErrorCode.MISSING_CREDENTIAL)
+
+
+def missing_credential(
+    profile: ResolvedProfile, spec: WireProtocol, env: Mapping[str, str]
+) -> str | None:
+    """What the route still needs before a call can authenticate (a variable name to set), or
+    None when it is ready: keyless, its key variable set, a credential header configured, or
+    (for a signing protocol) ambient credentials present. Reads `env` only; never a value."""
+    if profile.auth == "none":
+        return None
+    if profile.api_key_env is not None:
+        return None if env.get(profile.api_key_env, "").strip() else profile.api_key_env
+    if any(env.get(name, "").strip() for name in profile.ambient_key_env):
+        return None
+    if _has_header(dict(profile.headers), spec.key_header_names):
+        return None
+    if spec.authorize is not None and any(env.get(n, "").strip() for n in spec.ambient_env):
+        return None
+    if profile.ambient_key_env:
+        return profile.ambient_key_env[0]
+    return spec.ambient_env[0] if spec.ambient_env else "api_key_env"

@@ -209,6 +209,9 @@ def _entries(
     if models:
         return [(f"providers.{route}.models[{i}]", e) for i, e in enumerate(models)]
     if catalog is None:
+        withheld = load_catalog().withheld.get(route)
+        if withheld is not None and not raw.get("api"):
+            raise _fail(route, f"is not served by modelwire: {withheld}")
         raise _fail(route, "resolves no models: a declared route needs api, base_url and models")
     over = overrides if isinstance(overrides, Mapping) else {}
     return [

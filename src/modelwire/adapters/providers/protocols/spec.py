@@ -61,3 +61,6 @@ class WireProtocol(NamedTuple):
     key_header_names: tuple[str, ...] = ("authorization", "cf-aig-authorization")
     framer: Callable[[], Framer] = sse_framer
     authorize: Authorize | None = None
+    ambient_env: tuple[str, ...] = ()
+    """For a signing protocol: variables any one of which means ambient credentials exist
+    (what `modelwire providers` checks before calling a route ready)."""
