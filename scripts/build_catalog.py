@@ -128,6 +128,18 @@ def _model(raw: dict[str, Any]) -> dict[str, Any]:
             "cache_read": cost.get("cacheRead", 0),
             "cache_write": cost.get("cacheWrite", 0),
         }
+        tiers = [
+            {
+                "input_tokens_above": int(t["inputTokensAbove"]),
+                "input": t.get("input", 0),
+                "output": t.get("output", 0),
+                "cache_read": t.get("cacheRead", 0),
+                "cache_write": t.get("cacheWrite", 0),
+            }
+            for t in cost.get("tiers") or ()
+        ]
+        if tiers:
+            out["cost"]["tiers"] = tiers
     return out
 
 

@@ -71,6 +71,7 @@ from .options import (
     call_config_equals,
     call_config_of,
 )
+from .pricing import ModelPricing, PriceTier, call_cost
 from .usage import LlmFailure, TokenUsage
 
 __all__ = [
@@ -101,10 +102,12 @@ __all__ = [
     "ModelDiscoveryRequest",
     "ModelInfo",
     "ModelModality",
+    "ModelPricing",
     "ModelReasoningInfo",
     "ModelSource",
     "OutputSchema",
     "PluginSource",
+    "PriceTier",
     "ProviderInfo",
     "ProviderRequestId",
     "Purpose",
@@ -136,6 +139,7 @@ __all__ = [
     "assistant_message",
     "call_config_equals",
     "call_config_of",
+    "call_cost",
     "freeze_json",
     "freeze_message",
     "is_token_delta",

@@ -6,6 +6,7 @@ from typing import Literal, TypeAlias
 
 import msgspec
 
+from .pricing import ModelPricing
 from .redacted import hidden, hidden_repr, hidden_rich_repr
 
 __all__ = [
@@ -89,6 +90,8 @@ class ResolvedModelInfo(msgspec.Struct, frozen=True, omit_defaults=True, kw_only
     """Whether the route can express `tool_choice` (None or False: not offered)."""
     parallel_tool_calls: bool | None = None
     """Whether the route can express `parallel_tool_calls` (None or False: not offered)."""
+    pricing: ModelPricing | None = None
+    """The model's list prices (None: unknown, so its calls' cost is unknown too)."""
 
 
 class ConfigurableProvider(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):

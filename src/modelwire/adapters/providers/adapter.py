@@ -274,6 +274,7 @@ class ProvidersAdapter(LlmAdapter):
             structured_output=structured_output_support(desc),
             tool_choice=True,
             parallel_tool_calls=True,
+            pricing=desc.pricing,
         )
 
     # ---- streaming ----------------------------------------------------------------------------

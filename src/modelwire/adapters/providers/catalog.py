@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+from decimal import Decimal
 from importlib import resources
 
 import msgspec
 
+from ...vocab import ModelPricing, PriceTier
 from .compat import CompatSwitches
 
 __all__ = [
@@ -27,6 +29,40 @@ class CatalogCost(msgspec.Struct, frozen=True, kw_only=True):
     output: float = 0.0
     cache_read: float = 0.0
     cache_write: float = 0.0
+    tiers: tuple[CatalogTier, ...] = ()
+
+    def pricing(self) -> ModelPricing:
+        """These prices as exact decimals (each float read as the decimal it prints as)."""
+        return ModelPricing(
+            input=_dec(self.input),
+            output=_dec(self.output),
+            cache_read=_dec(self.cache_read),
+            cache_write=_dec(self.cache_write),
+            tiers=tuple(
+                PriceTier(
+                    input_tokens_above=t.input_tokens_above,
+                    input=_dec(t.input),
+                    output=_dec(t.output),
+                    cache_read=_dec(t.cache_read),
+                    cache_write=_dec(t.cache_write),
+                )
+                for t in self.tiers
+            ),
+        )
+
+
+class CatalogTier(msgspec.Struct, frozen=True, kw_only=True):
+    """Rates that apply once a call's billed input exceeds `input_tokens_above`."""
+
+    input_tokens_above: int
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+def _dec(value: float) -> Decimal:
+    return Decimal(repr(value))
 
 
 class CatalogModel(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):

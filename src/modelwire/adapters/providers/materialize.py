@@ -7,12 +7,14 @@ protocol builders apply endpoint detection last). Absent, empty and null stay di
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from types import MappingProxyType
 from typing import Final
 
 import msgspec
 
 from ...errors import ErrorCode, HarnessError
+from ...vocab import ModelPricing
 from ...vocab.redacted import hidden_headers, hidden_repr, hidden_rich_repr
 from .catalog import CatalogModel, CatalogProvider, load_catalog
 from .compat import (
@@ -30,8 +32,9 @@ from .compat import (
 __all__ = ["ModelDescriptor", "materialize_models", "supported_levels"]
 
 _ENTRY_FIELDS: Final = frozenset(
-    {"id", "name", "context_window", "max_tokens", "input", "reasoning_efforts", "compat"}
+    {"id", "name", "context_window", "max_tokens", "input", "reasoning_efforts", "compat", "cost"}
 )
+_COST_FIELDS: Final = ("input", "output", "cache_read", "cache_write")
 
 
 class ModelDescriptor(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,6 +58,8 @@ class ModelDescriptor(msgspec.Struct, frozen=True, kw_only=True):
     compat: CompatSwitches
     api_version: str | None = None
     """The route's API version (Azure's ``api-version`` query parameter); None = unset."""
+    pricing: ModelPricing | None = None
+    """List prices (catalog, or the entry's `cost`); None = unknown."""
 
     def __repr__(self) -> str:
         return hidden_repr(self, {"headers": hidden_headers(self.headers)})
@@ -84,6 +89,32 @@ def supported_levels(
             continue
         out.append(level)
     return tuple(out)
+
+
+def _pricing(
+    route: str, site: str, raw: object, catalog: CatalogModel | None
+) -> ModelPricing | None:
+    """The entry's `cost` (USD per million tokens; unnamed buckets cost 0), else the catalog's."""
+    if raw is None:
+        return catalog.cost.pricing() if catalog is not None and catalog.cost else None
+    if not isinstance(raw, Mapping) or not raw:
+        raise _fail(route, f"{site}.cost must map input/output/cache_read/cache_write to prices")
+    values: dict[str, Decimal] = {}
+    for key, value in raw.items():
+        if key not in _COST_FIELDS:
+            raise _fail(route, f'{site}.cost has an unknown bucket "{key}"')
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < 1e6:
+            raise _fail(route, f"{site}.cost.{key} must be a non-negative number (USD per 1M)")
+        values[key] = Decimal(repr(value))
+    if "input" not in values or "output" not in values:
+        raise _fail(route, f"{site}.cost needs at least input and output")
+    zero = Decimal(0)
+    return ModelPricing(
+        input=values["input"],
+        output=values["output"],
+        cache_read=values.get("cache_read", zero),
+        cache_write=values.get("cache_write", zero),
+    )
 
 
 def _fail(route: str, text: str) -> HarnessError:
@@ -307,6 +338,7 @@ def materialize_models(
             configured_max_tokens=max_tokens,
             headers=tuple((cat.headers or {}).items()) if cat else (),
             compat=compat,
+            pricing=_pricing(route, site, entry.get("cost"), cat),
         )
     for key in written(route_compat):
         if key not in readable:
