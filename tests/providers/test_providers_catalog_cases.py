@@ -78,7 +78,11 @@ async def test_catalog_44_declared_model_listed_and_resolved() -> None:
     adapter = ProvidersAdapter.from_config(_gateway("http://h"))
     assert await adapter.list_models("acme-gateway") == [
         ModelInfo(
-            provider="acme-gateway", id="acme-large", name="Acme Large", input_modalities=("text",)
+            provider="acme-gateway",
+            id="acme-large",
+            name="Acme Large",
+            input_modalities=("text",),
+            recommended=True,  # a declared route's default is its first model
         )
     ]
     info = await adapter.resolve_model("acme-gateway", "acme-large")
