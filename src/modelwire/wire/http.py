@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Final
 
 import aiohttp
@@ -143,13 +143,15 @@ async def stream_post(
     watchdog: IdleWatchdog,
     fallback_request_id_headers: Iterable[str] = (),
     secrets: Iterable[str] = (),
+    refine: Callable[[LlmError, str, Mapping[str, str], tuple[str, ...]], LlmError] | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """POST `body` (JSON bytes) to `url` and yield the 2xx response body read by read.
 
     `provider` is the display name and `endpoint` the base URL used in failure messages;
     `secrets`, and every credential carried by `headers` (``Authorization``, ``x-api-key``, …),
     are redacted from any provider error text. Close the generator (``aclose``) to stop
-    early; the connection is then dropped, never reused half-read.
+    early; the connection is then dropped, never reused half-read. `refine` is a protocol's
+    own reading of an error reply (body text, headers, secrets) applied after the generic one.
     """
     session = get_session()
     try:
@@ -169,14 +171,16 @@ async def stream_post(
         status = response.status
         if status < 200 or status >= 300:
             text = await _read_error_body(response, watchdog)
-            raise failure_for_status(
+            kept = (*secrets, *credential_values(headers))
+            error = failure_for_status(
                 status,
                 text,
                 response.headers,
                 provider=provider,
                 fallback_request_id_headers=fallback_request_id_headers,
-                secrets=(*secrets, *credential_values(headers)),
+                secrets=kept,
             )
+            raise error if refine is None else refine(error, text, response.headers, kept)
         if status in (204, 205) or response.content_length == 0:
             clean = True
             raise LlmError(f"{provider} API returned no response body", ErrorCode.EMPTY_RESPONSE)

@@ -255,5 +255,6 @@ async def open_call(
             endpoint=model.base_url,
             watchdog=watchdog,
             fallback_request_id_headers=("request-id",),
+            refine=spec.http_error,
         )
     return StreamSource(reads, spec.translator(record), watchdog, framer)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
+from ....errors import LlmError
 from ....vocab import StructuredOutputSupport
 from ....wire.pump import Framer, Translator
 from ....wire.sse import SseDecoder
@@ -18,7 +19,15 @@ from ..materialize import ModelDescriptor
 from .common import ResponseRecord
 from .request import BuiltRequest, RequestOptions
 
-__all__ = ["AuthContext", "Authorize", "Framer", "WireProtocol", "bearer", "sse_framer"]
+__all__ = [
+    "AuthContext",
+    "Authorize",
+    "Framer",
+    "HttpError",
+    "WireProtocol",
+    "bearer",
+    "sse_framer",
+]
 
 
 def sse_framer() -> Framer:
@@ -40,6 +49,11 @@ class AuthContext(NamedTuple):
     env: Mapping[str, str]
     region: str | None
     now: Callable[[], float]
+
+
+HttpError = Callable[[LlmError, str, Mapping[str, str], tuple[str, ...]], LlmError]
+"""Refines the generic error of a non-2xx reply from its body text and headers (the secrets are
+for redaction); must be idempotent and keep the status and request id."""
 
 
 Authorize = Callable[[BuiltRequest, Mapping[str, str], AuthContext], dict[str, str]]
@@ -64,3 +78,6 @@ class WireProtocol(NamedTuple):
     ambient_env: tuple[str, ...] = ()
     """For a signing protocol: variables any one of which means ambient credentials exist
     (what `modelwire providers` checks before calling a route ready)."""
+    http_error: HttpError | None = None
+    """The protocol's own reading of an HTTP error body (e.g. Mistral's 422, Azure's content
+    filter 400); None = the generic status mapping alone."""
