@@ -5,6 +5,10 @@
 ``RATE_LIMIT``; 400 with context-overflow wording ``CONTEXT_WINDOW_EXCEEDED``, else
 ``INVALID_REQUEST``; 5xx ``SERVER``; anything else ``HTTP_<status>``. The message names the
 provider and the status and carries the provider's own error text, with credentials redacted.
+Google's envelope (``error.status`` and typed ``error.details``, also wrapped in a JSON array) is
+read too: what its details say goes first (`google_errors.google_error_code`: an
+``API_KEY_INVALID`` 400 is ``AUTH``, a per-minute 429 ``RATE_LIMIT`` whatever its wording), and
+its ``RetryInfo.retryDelay`` is the retry hint when no ``Retry-After`` header came.
 
 Every field of a failure that came from the provider is kept free of credentials, not only the
 message: `redact_failure` scrubs message, code and request id. Every adapter's non-2xx answer
@@ -33,6 +37,7 @@ from ..errors import (
     is_quota_exceeded_error,
 )
 from ..vocab import LlmFailure
+from .google_errors import GoogleErrorFacts, google_error_code, google_error_facts
 
 __all__ = [
     "error_detail",
@@ -55,6 +60,8 @@ class _ErrorObject(msgspec.Struct):
     message: object = None
     type: object = None
     code: object = None
+    status: object = None  # Google: the canonical status name (RESOURCE_EXHAUSTED, ...)
+    details: object = None  # Google: typed details (ErrorInfo, RetryInfo, QuotaFailure)
 
 
 class _ErrorEnvelope(msgspec.Struct):
@@ -63,7 +70,19 @@ class _ErrorEnvelope(msgspec.Struct):
     request_id: object = None  # Anthropic's envelope carries it beside the error
 
 
-_ENVELOPE: Final = msgspec.json.Decoder(_ErrorEnvelope)
+_ENVELOPE: Final = msgspec.json.Decoder(_ErrorEnvelope | list[_ErrorEnvelope])
+
+
+def _decode(body_text: str) -> _ErrorEnvelope | None:
+    """The error envelope of a JSON body (the first one of a JSON array: Google's non-SSE
+    stream form), or None when the body is not one."""
+    try:
+        found = _ENVELOPE.decode(body_text)
+    except (msgspec.DecodeError, ValueError):
+        return None
+    if isinstance(found, list):
+        return found[0] if found else None
+    return found
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -158,19 +177,13 @@ def redact_failure(failure: LlmFailure, secrets: Iterable[str]) -> LlmFailure:
     )
 
 
-def _body_request_id(body_text: str) -> str | None:
-    try:
-        envelope = _ENVELOPE.decode(body_text)
-    except (msgspec.DecodeError, ValueError):
-        return None
-    rid = envelope.request_id
+def _body_request_id(envelope: _ErrorEnvelope | None) -> str | None:
+    rid = envelope.request_id if envelope is not None else None
     return rid if isinstance(rid, str) and rid else None
 
 
-def _parse(body_text: str) -> tuple[str | None, str, bool]:
-    try:
-        envelope = _ENVELOPE.decode(body_text)
-    except (msgspec.DecodeError, ValueError):
+def _parse(envelope: _ErrorEnvelope | None) -> tuple[str | None, str, bool]:
+    if envelope is None:
         return None, "", False
     err = envelope.error
     if isinstance(err, str):
@@ -178,18 +191,26 @@ def _parse(body_text: str) -> tuple[str | None, str, bool]:
     if err is None:
         top = envelope.message
         return (top if isinstance(top, str) and top else None), "", True
-    parts = [str(v) for v in (err.code, err.type, err.message) if v]
+    parts = [str(v) for v in (err.code, err.type, err.status, err.message) if v]
     message = err.message if isinstance(err.message, str) and err.message else None
     return message, " ".join(parts), True
+
+
+def _google(envelope: _ErrorEnvelope | None) -> GoogleErrorFacts | None:
+    err = envelope.error if envelope is not None else None
+    if not isinstance(err, _ErrorObject):
+        return None
+    return google_error_facts(err.status, err.details)
 
 
 def error_detail(body_text: str) -> tuple[str | None, str]:
     """Parse a provider error body into (provider message or None, classification detail).
 
-    The detail joins the truthy ``error.code``, ``error.type`` and ``error.message`` with one
-    space; a non-JSON body gives an empty detail (the status alone decides).
+    The detail joins the truthy ``error.code``, ``error.type``, ``error.status`` and
+    ``error.message`` with one space; a non-JSON body gives an empty detail (the status alone
+    decides).
     """
-    message, detail, _ = _parse(body_text)
+    message, detail, _ = _parse(_decode(body_text))
     return message, detail
 
 
@@ -252,8 +273,12 @@ def failure_for_status(
     header that echoes a secret is skipped (`request_id_from`).
     """
     kept = tuple(secret for secret in secrets if secret)
-    provider_message, detail, parsed = _parse(body_text)
-    code = http_error_code(status, detail)
+    envelope = _decode(body_text)
+    provider_message, detail, parsed = _parse(envelope)
+    google = _google(envelope)
+    code = (
+        google_error_code(status, google, provider_message or "") if google is not None else None
+    ) or http_error_code(status, detail)
     text = provider_message
     if text is None and not parsed:
         text = _plain_text(body_text)
@@ -264,13 +289,16 @@ def failure_for_status(
             text = text[:_MAX_TEXT] + "…"
         message = f"{message}: {text}"
     valid_status = status if 100 <= status <= 599 else None
+    retry_after = parse_retry_after(_header(headers, "retry-after"), now=now)
+    if retry_after is None and google is not None:
+        retry_after = google.retry_delay_ms  # Google's RetryInfo: its only retry hint
     failure = LlmFailure(
         message,
         code,
         status=valid_status,
-        provider_retry_after_ms=parse_retry_after(_header(headers, "retry-after"), now=now),
+        provider_retry_after_ms=retry_after,
         request_id=request_id_from(headers, fallback_request_id_headers, secrets=kept)
-        or _safe_id(_body_request_id(body_text), kept)
+        or _safe_id(_body_request_id(envelope), kept)
         or request_id_from(headers, _REQUEST_ID_HEADERS, secrets=kept),
     )
     return LlmError.from_failure(redact_failure(failure, kept))

@@ -273,7 +273,7 @@ class ProvidersAdapter(LlmAdapter):
             reasoning=reasoning,
             structured_output=structured_output_support(desc),
             tool_choice=True,
-            parallel_tool_calls=True,
+            parallel_tool_calls=protocol(desc.api).parallel_tool_calls,
             pricing=desc.pricing,
         )
 

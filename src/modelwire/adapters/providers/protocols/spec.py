@@ -81,3 +81,5 @@ class WireProtocol(NamedTuple):
     http_error: HttpError | None = None
     """The protocol's own reading of an HTTP error body (e.g. Mistral's 422, Azure's content
     filter 400); None = the generic status mapping alone."""
+    parallel_tool_calls: bool = True
+    """Whether the protocol can express `parallel_tool_calls` (Gemini has no such switch)."""
