@@ -188,3 +188,19 @@ def test_new_profile_fields_are_validated(fields: dict[str, Any], fragment: str)
     with pytest.raises(HarnessError) as info:
         ProvidersAdapter.from_config({"providers": {"x": {**profile, **fields}}})
     assert fragment in info.value.message
+
+
+def test_bedrock_route_is_ready_only_with_ambient_aws_credentials(tmp_path: Any) -> None:
+    route = {"providers": {"amazon-bedrock": {"region": "us-west-2"}}}
+    bare = ProvidersAdapter.from_config(route, env={"HOME": str(tmp_path)})
+    needs = bare.missing_credential("amazon-bedrock")
+    assert needs is not None
+    assert "AWS_BEARER_TOKEN_BEDROCK" in needs and "AWS_ACCESS_KEY_ID" in needs
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "credentials").write_text(
+        "[default]\naws_access_key_id = AKIDEXAMPLE\naws_secret_access_key = not-shown\n"
+    )
+    with_file = ProvidersAdapter.from_config(route, env={"HOME": str(tmp_path)})
+    assert with_file.missing_credential("amazon-bedrock") is None
+    token = ProvidersAdapter.from_config(route, env={"AWS_BEARER_TOKEN_BEDROCK": "t"})
+    assert token.missing_credential("amazon-bedrock") is None

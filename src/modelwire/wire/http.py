@@ -21,6 +21,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Final
 
 import aiohttp
+import yarl
 
 from ..errors import ErrorCode, LlmError
 from .credentials import credential_values
@@ -144,6 +145,7 @@ async def stream_post(
     fallback_request_id_headers: Iterable[str] = (),
     secrets: Iterable[str] = (),
     refine: Callable[[LlmError, str, Mapping[str, str], tuple[str, ...]], LlmError] | None = None,
+    encoded_url: bool = False,
 ) -> AsyncGenerator[bytes, None]:
     """POST `body` (JSON bytes) to `url` and yield the 2xx response body read by read.
 
@@ -152,11 +154,13 @@ async def stream_post(
     are redacted from any provider error text. Close the generator (``aclose``) to stop
     early; the connection is then dropped, never reused half-read. `refine` is a protocol's
     own reading of an error reply (body text, headers, secrets) applied after the generic one.
+    `encoded_url` sends `url` exactly as given (already percent-encoded, e.g. a signed path).
     """
     session = get_session()
     try:
+        target: str | yarl.URL = yarl.URL(url, encoded=True) if encoded_url else url
         response = await watchdog.guard(
-            session.post(url, data=body, headers=headers, allow_redirects=False)
+            session.post(target, data=body, headers=headers, allow_redirects=False)
         )
     except LlmError:
         raise

@@ -238,7 +238,12 @@ def http_error_code(status: int, detail: str) -> str:
 _NOT_FOUND: Final = re.compile(
     r"not[\s_-]?found|does not exist|DeploymentNotFound|model_not_found|unknown model", re.I
 )
-_REQUEST_ID_HEADERS: Final = ("request-id", "apim-request-id", "x-ms-request-id")
+_REQUEST_ID_HEADERS: Final = (
+    "request-id",
+    "apim-request-id",
+    "x-ms-request-id",
+    "x-amzn-requestid",
+)
 """Request-id headers tried after ``x-request-id`` and an adapter's own fallbacks (Anthropic,
 Azure API Management, Azure)."""
 

@@ -82,8 +82,14 @@ def missing_credential(
         return None
     if _has_header(dict(profile.headers), spec.key_header_names):
         return None
-    if spec.authorize is not None and any(env.get(n, "").strip() for n in spec.ambient_env):
-        return None
-    if profile.ambient_key_env:
-        return profile.ambient_key_env[0]
-    return spec.ambient_env[0] if spec.ambient_env else "api_key_env"
+    if spec.authorize is not None:
+        ready = spec.ambient_ready
+        if (
+            ready(env)
+            if ready is not None
+            else any(env.get(n, "").strip() for n in spec.ambient_env)
+        ):
+            return None
+        names = dict.fromkeys((*profile.ambient_key_env, *spec.ambient_env))
+        return " or ".join(names) or "credentials"
+    return profile.ambient_key_env[0] if profile.ambient_key_env else "api_key_env"

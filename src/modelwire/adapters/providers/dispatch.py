@@ -230,8 +230,8 @@ async def open_call(
         context_window=model.context_window,
         secrets=credential_values(headers),
     )
-    if options.output is not None and model.api == "anthropic-messages":
-        record.answer_tool = options.output.name  # its input is the answer's text
+    if options.output is not None and spec.structured_output(model) == "emulated":
+        record.answer_tool = options.output.name  # a forced tool whose input is the answer
     watchdog = _watchdog(profile, options)
     framer = spec.framer()
     if profile.transport == "websocket":
@@ -256,5 +256,6 @@ async def open_call(
             watchdog=watchdog,
             fallback_request_id_headers=("request-id",),
             refine=spec.http_error,
+            encoded_url=spec.signed_path,
         )
     return StreamSource(reads, spec.translator(record), watchdog, framer)

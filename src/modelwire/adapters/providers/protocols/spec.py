@@ -83,3 +83,8 @@ class WireProtocol(NamedTuple):
     filter 400); None = the generic status mapping alone."""
     parallel_tool_calls: bool = True
     """Whether the protocol can express `parallel_tool_calls` (Gemini has no such switch)."""
+    signed_path: bool = False
+    """The request URL is sent byte for byte as built (a signature covers its encoded path)."""
+    ambient_ready: Callable[[Mapping[str, str]], bool] | None = None
+    """For a signing protocol: whether ambient credentials resolve from this environment (a
+    credentials file counts); None = judge by `ambient_env` alone."""

@@ -1,0 +1,182 @@
+"""Helpers for the `bedrock-converse-stream` tests: the recordings, a hand-built model, the
+translator driven over the event-stream framer, events encoded by hand, and the neutral check."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from modelwire.adapters.providers.compat import NO_SWITCHES, CompatSwitches
+from modelwire.adapters.providers.materialize import ModelDescriptor
+from modelwire.adapters.providers.protocols.anthropic_stream import REDACTED_THINKING_TEXT
+from modelwire.adapters.providers.protocols.bedrock_stream import BedrockTranslator
+from modelwire.adapters.providers.protocols.common import ResponseRecord
+from modelwire.assembler import BlockAssembler
+from modelwire.vocab import Error, ReasoningBlock, StreamChunk, TextBlock, TextDelta, ToolCallBlock
+from modelwire.wire.eventstream import EventStreamDecoder, encode_message
+from modelwire.wire.pump import translate_reads
+
+API = "bedrock-converse-stream"
+FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures"
+FOLDER = FIXTURES / "bedrock-converse"
+
+
+def folder() -> Path:
+    """The recordings folder (a missing folder fails the run, never skips it)."""
+    if not FOLDER.is_dir():
+        raise RuntimeError(f"recorded fixtures absent: {FOLDER} (CI must fail, not skip)")
+    return FOLDER
+
+
+def stream_cases() -> list[Any]:
+    """pytest params (id = file stem) of every recorded ConverseStream body."""
+    found = [
+        pytest.param(path, id=path.stem)
+        for path in sorted(folder().glob("*.eventstream"))
+        if path.with_suffix(".expected.json").exists()
+    ]
+    if len(found) != 12:
+        raise RuntimeError(f"expected 12 Bedrock recordings in {FOLDER}, found {len(found)}")
+    return found
+
+
+def error_cases() -> list[Any]:
+    """pytest params of every recorded Bedrock HTTP error."""
+    errors = folder() / "errors"
+    return [
+        pytest.param(path, id=path.name.removesuffix(".http.json"))
+        for path in sorted(errors.glob("*.http.json"))
+    ]
+
+
+def load(path: Path) -> tuple[bytes, dict[str, Any]]:
+    """A recorded body and its expected result."""
+    return path.read_bytes(), json.loads(path.with_suffix(".expected.json").read_text())
+
+
+def model(model_id: str = "m", **fields: Any) -> ModelDescriptor:
+    """A hand-built `bedrock-converse-stream` model descriptor of route ``br``."""
+    compat = fields.pop("compat", None)
+    values: dict[str, Any] = {
+        "id": model_id,
+        "name": model_id,
+        "api": API,
+        "provider": "br",
+        "base_url": "https://bedrock-runtime.us-east-1.amazonaws.com",
+        "reasoning": False,
+        "thinking_level_map": None,
+        "input": ("text", "image"),
+        "context_window": 200_000,
+        "max_tokens": 8192,
+        "configured_max_tokens": None,
+        "headers": (),
+        "compat": NO_SWITCHES if compat is None else msgspec.convert(compat, CompatSwitches),
+    }
+    values.update(fields)
+    return ModelDescriptor(**values)
+
+
+def record(answer_tool: str | None = None, context_window: int | None = None) -> ResponseRecord:
+    """A fresh response record of route ``br``, model ``m``."""
+    rec = ResponseRecord(api=API, provider="br", model="m", context_window=context_window)
+    rec.answer_tool = answer_tool
+    return rec
+
+
+def translate(reads: Iterable[bytes], rec: ResponseRecord | None = None) -> list[StreamChunk]:
+    """Body reads → chunks through the event-stream framer and the Bedrock translator."""
+    out: list[StreamChunk] = []
+    translate_reads(reads, BedrockTranslator(rec or record()), out, framer=EventStreamDecoder())
+    return out
+
+
+def event(kind: str, payload: dict[str, Any]) -> bytes:
+    """One ``event`` message of type `kind` carrying `payload` as JSON."""
+    headers = {":message-type": "event", ":event-type": kind, ":content-type": "application/json"}
+    return encode_message(headers, json.dumps(payload).encode())
+
+
+def exception(kind: str, message: str) -> bytes:
+    """One ``exception`` message of type `kind` (``{"message": ...}``)."""
+    headers = {
+        ":message-type": "exception",
+        ":exception-type": kind,
+        ":content-type": "application/json",
+    }
+    return encode_message(headers, json.dumps({"message": message}).encode())
+
+
+def text_stream(*pieces: str, stop: str = "end_turn", usage: bool = True) -> list[bytes]:
+    """A whole text answer: start, one delta per piece, stop, metadata."""
+    frames = [event("messageStart", {"role": "assistant"})]
+    frames += [
+        event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": p}}) for p in pieces
+    ]
+    frames.append(event("contentBlockStop", {"contentBlockIndex": 0}))
+    frames.append(event("messageStop", {"stopReason": stop}))
+    if usage:
+        frames.append(
+            event("metadata", {"usage": {"inputTokens": 5, "outputTokens": 2, "totalTokens": 7}})
+        )
+    return frames
+
+
+def assemble(chunks: list[StreamChunk]) -> BlockAssembler:
+    """The chunks folded into an assembler."""
+    asm = BlockAssembler()
+    for chunk in chunks:
+        asm.push(chunk)
+    return asm
+
+
+_STOP_KINDS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool-calls"}
+
+
+def check(chunks: list[StreamChunk], expected: dict[str, Any]) -> None:
+    """The chunks assemble to the recording's neutral expected form (MANIFEST, Bedrock rules)."""
+    asm = assemble(chunks)
+    kind = "error" if expected["error"] else _STOP_KINDS.get(expected["finish"], "max-tokens")
+    assert asm.finish.kind == kind, asm.finish
+    blocks = asm.interrupted_blocks() if kind == "error" else asm.blocks()
+    assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == expected["text"]
+    assert "".join(b.text for b in blocks if isinstance(b, TextBlock)) == expected["text"]
+    reasoning = [
+        b.text for b in blocks if isinstance(b, ReasoningBlock) and b.text != REDACTED_THINKING_TEXT
+    ]
+    assert "".join(reasoning) == (expected["reasoning"] or "")
+    redacted = sum(
+        isinstance(b, ReasoningBlock) and b.text == REDACTED_THINKING_TEXT for b in blocks
+    )
+    assert redacted == expected["extras"].get("redacted_reasoning_chunks", 0)
+    calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
+    assert [(c.id, c.name, c.arguments) for c in calls] == [
+        (w["id"], w["name"], w["arguments_raw"] or "{}") for w in expected["tool_calls"]
+    ]
+    for call, want in zip(calls, expected["tool_calls"], strict=True):
+        assert json.loads(call.arguments) == (want["arguments"] or {})
+    want_usage = expected["usage"]
+    usage = asm.usage
+    assert usage is not None
+    assert usage.input_tokens == want_usage["input_uncached"]
+    assert usage.output_tokens == want_usage["output"]
+    assert (usage.cache_read_tokens or 0) == (want_usage["cache_read"] or 0)
+    assert (usage.cache_write_tokens or 0) == (want_usage["cache_write"] or 0)
+    assert usage.reasoning_tokens is None  # ConverseStream reports no reasoning count
+    if kind == "error":
+        assert isinstance(asm.finish, Error)
+        return
+    state = asm.replay_state
+    assert state is not None
+    assert state.response["api"] == API
+    assert state.response["version"] == 2
+    signatures = [
+        e["thinking_signature"]
+        for e in state.blocks or ()
+        if e["type"] == "reasoning" and not e.get("redacted") and "thinking_signature" in e
+    ]
+    assert signatures == expected["extras"].get("reasoning_signatures", [])
