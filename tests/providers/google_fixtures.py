@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from providers_fixtures import start_site
 
 from modelwire.adapters.providers.compat import CompatSwitches
 from modelwire.adapters.providers.context import NContext, to_context
@@ -286,12 +287,7 @@ class GeminiServer:
 
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await start_site(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

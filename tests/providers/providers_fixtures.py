@@ -152,6 +152,19 @@ def check_assembled(
             assert signatures == expected["extras"]["thinking_signatures"]
 
 
+async def start_site(app: Any) -> tuple[Any, str]:
+    """Run the aiohttp `app` on an ephemeral 127.0.0.1 port: its runner (``await
+    runner.cleanup()`` when done) and its base URL ``http://127.0.0.1:PORT``."""
+    from aiohttp import web
+
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, f"http://127.0.0.1:{port}"
+
+
 class Reply:
     """One scripted HTTP reply: a status with a body, or a 200 SSE body in the given reads."""
 
@@ -214,12 +227,7 @@ class MockServer:
 
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await start_site(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

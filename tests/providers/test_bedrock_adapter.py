@@ -14,6 +14,7 @@ from urllib.parse import quote, unquote
 import pytest
 from aiohttp import web
 from bedrock_fixtures import assemble, check, event, load, stream_cases
+from providers_fixtures import start_site
 
 from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.errors import LlmError
@@ -54,12 +55,7 @@ class Bedrock:
 
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await start_site(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -15,6 +15,7 @@ import pytest
 import yarl
 from aiohttp import web
 from bedrock_fixtures import check, error_cases, load, model, record, stream_cases
+from providers_fixtures import start_site
 
 from modelwire.adapters.providers.context import NContext, NUser
 from modelwire.adapters.providers.protocols.bedrock_converse import PROTOCOL
@@ -73,12 +74,7 @@ class Server:
 
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await start_site(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

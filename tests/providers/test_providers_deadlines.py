@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from providers_fixtures import start_site
 
 from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.errors import LlmError
@@ -53,12 +54,8 @@ class Pulsing:
 
         app = web.Application()
         app.router.add_post("/v1/chat/completions", handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}/v1"
+        self._runner, self.url = await start_site(app)
+        self.url += "/v1"
         return self
 
     async def __aexit__(self, *exc: object) -> None:

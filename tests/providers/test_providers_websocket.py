@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from aiohttp import WSMsgType, web
-from providers_fixtures import FIXTURES, check_assembled, fixture_cases, load_case
+from providers_fixtures import FIXTURES, check_assembled, fixture_cases, load_case, start_site
 
 from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.assembler import BlockAssembler
@@ -61,12 +61,8 @@ class WsServer:
 
         app = web.Application()
         app.router.add_get("/v1/responses", handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}/v1"
+        self._runner, self.url = await start_site(app)
+        self.url += "/v1"
         return self
 
     async def __aexit__(self, *exc: object) -> None:
