@@ -9,7 +9,9 @@ temporary schema that is dropped afterwards). For each backend it prints:
 - `flush`: the cost of one durable barrier after a model call's request facts (median and p95) —
   what the checkpoint barrier adds before every provider call;
 - `loop chunks/s`: the realistic mix — per model call 3 request facts, one flush, 200 chunks;
-- `16 streams chunks/s`: 16 sessions streaming concurrently into one log.
+- `16 streams chunks/s`: 16 sessions streaming concurrently into one log;
+- `writer chunks/s`: chunks pushed through a `ChunkWriter` (the agent's path: no await per
+  chunk, stored as runs), flush included.
 
 Every run reads the events back and checks count and contiguity, so a fast but lossy log fails.
 Exit status 1 when the SQLite chunk rate misses the target.
@@ -54,6 +56,24 @@ async def chunk_rate(log: SessionLog, count: int) -> float:
     start = time.perf_counter()
     for _ in range(count):
         await log.append(sid, CHUNK)
+    await log.flush()
+    elapsed = time.perf_counter() - start
+    await verify(log, sid, count + 1)
+    return count / elapsed
+
+
+async def writer_rate(log: SessionLog, count: int) -> float:
+    """Chunk events pushed through a `ChunkWriter` (what the agent does), flush included."""
+    sid = f"bench-{uuid.uuid4().hex}"
+    await log.append(sid, StepStart(1, 1), barrier=True)
+    writer = log.chunk_writer(sid, 1, 1, 1)
+    chunk = CHUNK.chunk
+    start = time.perf_counter()
+    for i in range(count):
+        if writer.push(chunk) < 0:
+            await writer.append(chunk)
+        if i % 64 == 63:
+            await asyncio.sleep(0)  # as a stream's reads yield to the loop
     await log.flush()
     elapsed = time.perf_counter() - start
     await verify(log, sid, count + 1)
@@ -117,6 +137,7 @@ async def measure(name: str, url: str, quick: bool) -> dict[str, float]:
     log = await open_log(url)
     try:
         rates = [await chunk_rate(log, 100_000 // scale) for _ in range(3)]
+        pushed = max([await writer_rate(log, 100_000 // scale) for _ in range(3)])
         median_flush, p95_flush = await flush_cost(log, 200 // scale)
         mixed = await loop_rate(log, 200 // scale)
         streams = await streams_rate(log, 16, 5_000 // scale)
@@ -128,10 +149,11 @@ async def measure(name: str, url: str, quick: bool) -> dict[str, float]:
         "flush p95 ms": p95_flush,
         "loop chunks/s": mixed,
         "16 streams chunks/s": streams,
+        "writer chunks/s": pushed,
     }
     print(
         f"{name:<10} {result['chunks/s']:>12,.0f} {median_flush:>10.3f} {p95_flush:>9.3f} "
-        f"{mixed:>14,.0f} {streams:>20,.0f}"
+        f"{mixed:>14,.0f} {streams:>20,.0f} {pushed:>18,.0f}"
     )
     return result
 
@@ -156,7 +178,7 @@ async def main() -> int:
     args = parser.parse_args()
     print(
         f"{'backend':<10} {'chunks/s':>12} {'flush ms':>10} {'p95 ms':>9} "
-        f"{'loop chunks/s':>14} {'16 streams chunks/s':>20}"
+        f"{'loop chunks/s':>14} {'16 streams chunks/s':>20} {'writer chunks/s':>18}"
     )
     with tempfile.TemporaryDirectory(prefix="modelwire-bench-") as tmp:
         sqlite = await measure("sqlite", f"sqlite:///{Path(tmp) / 'bench.db'}", args.quick)

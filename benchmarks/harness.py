@@ -8,6 +8,8 @@ single      `repeat` sequential streams; wall = perf_counter, CPU = getrusage(RU
             floor stream of the same protocol and size is timed in this process right before each
             timed stream, and the x-floor ratio is the median of the per-stream ratios (this VM's
             speed drifts by tens of percent from minute to minute; pairing cancels most of it).
+            The hard floor (raw asyncio + msgspec, clients/hardfloor.py) is paired the same way:
+            `x_hard_floor`. A floor client is paired with the other floor only.
 concurrent  `concurrency` streams gathered at once in one event loop, `repeat` batches.
 
 Every timed stream is checked against `/expected` outside the timed region: text, reasoning,
@@ -32,7 +34,7 @@ import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clients import FLOOR_OF, Unavailable, load
+from clients import FLOOR_OF, HARD_FLOOR_OF, Unavailable, load
 from clients.common import Result
 
 
@@ -117,11 +119,15 @@ async def _run(a: argparse.Namespace) -> dict[str, Any]:
         for r in await asyncio.gather(*(one(client) for _ in range(width))):
             check(client, r, exp)
 
-    floor = None
-    if a.pair_floor and a.mode == "single" and client.kind != "floor":
-        floor = load(FLOOR_OF[client.proto])
-        await floor.setup(base)
-        check(floor, await one(floor), exp)
+    # the references timed right before each timed stream: the aiohttp floor and the hard floor
+    refs: dict[str, Any] = {}
+    if a.pair_floor and a.mode == "single":
+        for key, table in (("floor", FLOOR_OF), ("hard", HARD_FLOOR_OF)):
+            if table[client.proto] != a.client:
+                ref = load(table[client.proto])
+                await ref.setup(base)
+                check(ref, await one(ref), exp)
+                refs[key] = ref
 
     prof = None
     if a.profile:
@@ -132,20 +138,20 @@ async def _run(a: argparse.Namespace) -> dict[str, Any]:
         prof = cProfile.Profile(time.process_time)
     walls: list[float] = []
     cpus: list[float] = []
-    fcpus: list[float] = []
-    fwalls: list[float] = []
+    ref_cpus: dict[str, list[float]] = {k: [] for k in refs}
+    ref_walls: dict[str, list[float]] = {k: [] for k in refs}
     errors: list[str] = []
     try:
         for _ in range(a.repeat):
-            if floor is not None:
+            for key, ref in refs.items():
                 gc.collect()
                 c0, w0 = cpu_s(), time.perf_counter()
-                fres = await one(floor)
+                fres = await one(ref)
                 w1, c1 = time.perf_counter(), cpu_s()
-                check(floor, fres, exp)
+                check(ref, fres, exp)
                 del fres
-                fwalls.append(w1 - w0)
-                fcpus.append(c1 - c0)
+                ref_walls[key].append(w1 - w0)
+                ref_cpus[key].append(c1 - c0)
             gc.collect()
             if prof is not None:
                 prof.enable()
@@ -166,8 +172,8 @@ async def _run(a: argparse.Namespace) -> dict[str, Any]:
             cpus.append(c1 - c0)
     finally:
         await client.close()
-        if floor is not None:
-            await floor.close()
+        for ref in refs.values():
+            await ref.close()
     chunks = a.n * width
     if errors:
         raise AssertionError(
@@ -185,11 +191,20 @@ async def _run(a: argparse.Namespace) -> dict[str, Any]:
         "us_cpu_per_chunk": statistics.median(cpus) / chunks * 1e6,
         "chunks_per_s": chunks / statistics.median(walls),
     }
-    if fcpus:
-        out["floor_us_cpu_per_chunk"] = statistics.median(fcpus) / chunks * 1e6
-        out["x_floor"] = statistics.median(c / f for c, f in zip(cpus, fcpus, strict=True))
-        out["x_floor_wall"] = statistics.median(c / f for c, f in zip(walls, fwalls, strict=True))
+    for key, prefix in (("floor", ""), ("hard", "hard_")):
+        if key in refs:
+            rc, rw = ref_cpus[key], ref_walls[key]
+            out[f"{prefix}floor_us_cpu_per_chunk"] = statistics.median(rc) / chunks * 1e6
+            out[f"x_{prefix}floor"] = statistics.median(
+                c / f for c, f in zip(cpus, rc, strict=True)
+            )
+            out[f"x_{prefix}floor_wall"] = statistics.median(
+                c / f for c, f in zip(walls, rw, strict=True)
+            )
     out.update(name=client.name, version=client.version(), kind=client.kind, proto=client.proto)
+    extra = getattr(client, "extra", None)
+    if extra is not None:
+        out.update(extra())
     return out
 
 
@@ -210,10 +225,13 @@ def main() -> None:
         "--profile", default="", help="cProfile the timed streams; summary to this file"
     )
     ap.add_argument("--stream-timeout", type=float, default=300.0)
+    ap.add_argument("--tag", default="", help="the suite step this row belongs to (echoed)")
     ap.add_argument("--max-seconds", type=int, default=600)
     a = ap.parse_args()
     signal.alarm(a.max_seconds)  # bounded, whatever happens
     head = {"client": a.client, "mode": a.mode, "n": a.n, "tb": a.tb, "repeat": a.repeat}
+    if a.tag:
+        head["tag"] = a.tag
     if a.mode == "concurrent":
         head["concurrency"] = a.concurrency
     try:

@@ -5,12 +5,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from clients import CLIENTS, FLOOR_OF
+from clients import CLIENTS, FLOOR_OF, HARD_FLOOR_OF
+from report_durable import durable_section
 
 PROTO_OF = {
     "floor-chat": "chat",
     "floor-responses": "responses",
     "floor-anthropic": "anthropic",
+    "hard-floor-chat": "chat",
+    "hard-floor-responses": "responses",
+    "hard-floor-anthropic": "anthropic",
+    "mw-agent-memory": "chat",
+    "mw-agent-sqlite": "chat",
+    "mw-agent-postgres": "chat",
     "mw-deepseek": "chat",
     "mw-deepseek-stream": "chat",
     "mw-deepseek-otel": "chat",
@@ -42,6 +49,8 @@ def step_of(row: dict[str, Any], sz: Any) -> str:
     """Which step a harness row belongs to."""
     if "--profile" in row.get("args", []):
         return "profile"
+    if "--tag" in row.get("args", []):
+        return _arg(row, "--tag")
     n, tb = int(_arg(row, "--n", "0")), int(_arg(row, "--tb", "0"))
     if "--mode" in row.get("args", []):
         return "conc" if n == sz.conc_n and tb else "conc_peer"
@@ -79,6 +88,13 @@ def _xf(row: dict[str, Any] | None, floor: bool) -> float | None:
     return 1.0 if floor else row.get("x_floor")
 
 
+def _xh(row: dict[str, Any] | None, client: str) -> float | None:
+    """The row's CPU per chunk over the hard floor's (1.0 for the hard floor itself)."""
+    if row is None or _status(row) is not None:
+        return None
+    return 1.0 if client in HARD_FLOOR_OF.values() else row.get("x_hard_floor")
+
+
 def render(
     rows: list[dict[str, Any]],
     imports: dict[str, Any],
@@ -112,8 +128,11 @@ def render(
     w(
         "**x floor** = the client's CPU per chunk over a bare aiohttp + `json.loads` loop of the same "
         "protocol, timed in the same process right before each timed stream (median of the per-stream "
-        "ratios). **Peer ratios** divide the peer's x floor by modelwire's, so both sides are "
-        "normalised to a floor measured at the same moment (this VM drifts by tens of percent)."
+        "ratios). **x hard floor**: the same over the *hard floor*, raw asyncio streams with the "
+        "chunked transfer coding undone by hand and msgspec decoding only the fields a client needs "
+        "(`clients/hardfloor.py`, timed beside the other floor). **Peer ratios** divide the peer's x "
+        "floor by modelwire's, so both sides are normalised to a floor measured at the same moment "
+        "(this VM drifts by tens of percent)."
     )
     w("")
     if failures:
@@ -126,9 +145,9 @@ def render(
     )
     w("")
     w(
-        "| client | protocol | µs CPU/chunk text · tool | x floor text · tool | chunks/s (one stream) | peak RSS MiB |"
+        "| client | protocol | µs CPU/chunk text · tool | x floor text · tool | x hard floor text · tool | chunks/s (one stream) | peak RSS MiB |"
     )
-    w("|---|---|---|---|---|---|")
+    w("|---|---|---|---|---|---|---|")
     for c in clients:
         t, tt = by.get(("text", c)), by.get(("tool", c))
         st = _status(t)
@@ -136,10 +155,11 @@ def render(
         ver = (t or tt or {}).get("version", "")
         label = f"{name}<br>`{ver}`" if ver else name
         if st is not None and (tt is None or _status(tt) is not None):
-            w(f"| {label} | {PROTO_OF[c]} | {st} | | | |")
+            w(f"| {label} | {PROTO_OF[c]} | {st} | | | | |")
             continue
         fl = c in FLOOR_OF.values()
         xs = f"{_f(_xf(t, fl), '{:.2f}')} · {_f(_xf(tt, fl), '{:.2f}')}"
+        xs += f" | {_f(_xh(t, c), '{:.2f}')} · {_f(_xh(tt, c), '{:.2f}')}"
         cps = _f(t.get("chunks_per_s") if t and st is None else None, "{:,.0f}")
         rss = _f(t.get("maxrss_mib") if t and st is None else None, "{:.0f}")
         w(f"| {label} | {PROTO_OF[c]} | {_cell_us(t)} · {_cell_us(tt)} | {xs} | {cps} | {rss} |")
@@ -150,15 +170,16 @@ def render(
         "side spends; text · tool stream)"
     )
     w("")
-    w("| modelwire client | x floor | " + " | ".join(PEER_COLUMNS) + " |")
-    w("|---|---|" + "---|" * len(PEER_COLUMNS))
+    w("| modelwire client | x floor | x hard floor | " + " | ".join(PEER_COLUMNS) + " |")
+    w("|---|---|---|" + "---|" * len(PEER_COLUMNS))
     ratios: dict[tuple[str, str], tuple[float | None, float | None]] = {}
     for c in mw_clients:
         t, tt = by.get(("text", c)), by.get(("tool", c))
         if _status(t) is not None and _status(tt) is not None:
-            w(f"| {c} | {_status(t)} |" + " |" * len(PEER_COLUMNS))
+            w(f"| {c} | {_status(t)} | |" + " |" * len(PEER_COLUMNS))
             continue
         cells = [f"{_f(_xf(t, False), '{:.2f}')} · {_f(_xf(tt, False), '{:.2f}')}"]
+        cells.append(f"{_f(_xh(t, c), '{:.2f}')} · {_f(_xh(tt, c), '{:.2f}')}")
         for col, per in PEER_COLUMNS.items():
             peer = per.get(PROTO_OF[c])
             if peer is None:
@@ -173,6 +194,7 @@ def render(
         w(f"| {c} | " + " | ".join(cells) + " |")
     w("")
     _targets(w, by, ratios, imports, others)
+    durable_section(w, rows, by, others)
     _concurrency(w, by, sz)
     _big(w, by, sz)
     _imports(w, imports)
@@ -192,9 +214,11 @@ def _targets(
     w("| target | measured | verdict |")
     w("|---|---|---|")
     ds = [_xf(by.get((s, "mw-deepseek")), False) for s in ("text", "tool")]
+    hs = [_xh(by.get((s, "mw-deepseek")), "mw-deepseek") for s in ("text", "tool")]
     worst = max((x for x in ds if x is not None), default=None)
     w(
-        f"| DeepSeek adapter ≤ 2× the floor | {_f(ds[0], '{:.2f}×')} · {_f(ds[1], '{:.2f}×')} | "
+        f"| DeepSeek adapter ≤ 2× the floor | {_f(ds[0], '{:.2f}×')} · {_f(ds[1], '{:.2f}×')} "
+        f"(hard floor: {_f(hs[0], '{:.2f}×')} · {_f(hs[1], '{:.2f}×')}) | "
         f"{_verdict(None if worst is None else worst <= 2.0)} |"
     )
     for col, need in (("openai SDK", 12.0), ("LiteLLM", 40.0)):
@@ -206,15 +230,18 @@ def _targets(
         )
     plain = [by.get((s, "mw-deepseek")) for s in ("text", "tool")]
     traced = [by.get((s, "mw-deepseek-otel")) for s in ("text", "tool")]
+    # Drift-corrected: each client's x floor comes from floor streams timed beside its own, so
+    # the difference of the ratios times the floor's µs/chunk is the instrumentation's own cost
+    # (the raw µs of two processes timed minutes apart differ by the VM's drift).
     extra = [
-        t["us_cpu_per_chunk"] - p["us_cpu_per_chunk"]
-        if p and t and _status(p) is None and _status(t) is None
+        (t["x_floor"] - p["x_floor"]) * t["floor_us_cpu_per_chunk"]
+        if p and t and _status(p) is None and _status(t) is None and t.get("floor_us_cpu_per_chunk")
         else None
         for p, t in zip(plain, traced, strict=True)
     ]
     top_extra = max((x for x in extra if x is not None), default=None)
     w(
-        f"| OpenTelemetry instrumentation < 1 µs/chunk extra | {_f(extra[0], '{:+.2f}')} · {_f(extra[1], '{:+.2f}')} µs | "
+        f"| OpenTelemetry instrumentation < 1 µs/chunk extra (x-floor difference × floor µs) | {_f(extra[0], '{:+.2f}')} · {_f(extra[1], '{:+.2f}')} µs | "
         f"{_verdict(None if top_extra is None else top_extra < 1.0)} |"
     )
     for c in ("mw-providers-chat", "mw-providers-responses", "mw-providers-anthropic"):
@@ -273,10 +300,12 @@ def _concurrency(w: Any, by: dict[Any, Any], sz: Any) -> None:
     )
     w("")
     w(
-        "| client | streams × chunks | total chunks/s | µs CPU/chunk | peak RSS MiB | errors / lost |"
+        "| client | streams × chunks | total chunks/s | µs CPU/chunk | x hard floor | peak RSS MiB | errors / lost |"
     )
-    w("|---|---|---|---|---|---|")
+    w("|---|---|---|---|---|---|---|")
     for step in ("conc", "conc_peer"):
+        hard = by.get((step, "hard-floor-chat"))
+        hard_us = hard["us_cpu_per_chunk"] if hard and _status(hard) is None else None
         for c in CLIENTS:
             r = by.get((step, c))
             if r is None:
@@ -286,11 +315,12 @@ def _concurrency(w: Any, by: dict[Any, Any], sz: Any) -> None:
                 " (tool call)" if step == "conc" else ""
             )
             if st is not None:
-                w(f"| {r.get('name', c)} | {size} | {st} | | | |")
+                w(f"| {r.get('name', c)} | {size} | {st} | | | | |")
                 continue
+            xh = r["us_cpu_per_chunk"] / hard_us if hard_us else None
             w(
                 f"| {r['name']} | {size} | {r['chunks_per_s']:,.0f} | {r['us_cpu_per_chunk']:.1f} | "
-                f"{r['maxrss_mib']:.0f} | 0 / 0 |"
+                f"{_f(xh, '{:.2f}')} | {r['maxrss_mib']:.0f} | 0 / 0 |"
             )
     w("")
 
@@ -304,17 +334,18 @@ def _big(w: Any, by: dict[Any, Any], sz: Any) -> None:
         f"({sz.big_n:,} chunks; median of {sz.big_repeat})"
     )
     w("")
-    w("| client | whole stream ms (wall) | µs CPU/chunk | x floor |")
-    w("|---|---|---|---|")
+    w("| client | whole stream ms (wall) | µs CPU/chunk | x floor | x hard floor |")
+    w("|---|---|---|---|---|")
     for c, r in rows:
         st = _status(r)
         if st is not None:
-            w(f"| {r.get('name', c)} | {st} | | |")
+            w(f"| {r.get('name', c)} | {st} | | | |")
             continue
         wall = sorted(r["wall_s"])[len(r["wall_s"]) // 2] * 1000
         w(
             f"| {r['name']} | {wall:.0f} | {r['us_cpu_per_chunk']:.1f} | "
-            f"{_f(1.0 if c.startswith('floor') else r.get('x_floor'), '{:.2f}')} |"
+            f"{_f(1.0 if c.startswith('floor') else r.get('x_floor'), '{:.2f}')} | "
+            f"{_f(_xh(r, c), '{:.2f}')} |"
         )
     w("")
 

@@ -27,8 +27,10 @@ import report  # noqa: E402
 import streams  # noqa: E402
 from clients import CLIENTS  # noqa: E402
 from extras import demo_first_output, import_times, machine, other_bench  # noqa: E402
+from suite_durable import run_durable_steps  # noqa: E402
 
 FLOORS = ["floor-chat", "floor-responses", "floor-anthropic"]
+FLOORS += ["hard-floor-chat", "hard-floor-responses", "hard-floor-anthropic"]
 MODELWIRE = [n for n in CLIENTS if n.startswith("mw-")]
 PEERS = [n for n in CLIENTS if n not in FLOORS and n not in MODELWIRE]
 CONCURRENT_PEERS = ("openai-sdk", "pydantic-ai", "litellm")
@@ -52,12 +54,17 @@ class Sizes:
     conc_peer_streams: int = 1000
     conc_peer_n: int = 30
     peer_repeat: int = 5
-    budget_s: float = 480.0  # harness steps start no later than this; imports etc. follow
+    budget_s: float = 540.0  # harness steps start no later than this; imports etc. follow
     big_n: int = 50_000  # 10,000 tool deltas (a fifth of the stream)
     big_tb: int = 1_000_000
     big_repeat: int = 3
     import_runs: int = 7
     peer_import_runs: int = 3
+    agent_n: int = 20_000  # the durable path (suite_durable.py)
+    agent_repeat: int = 3
+    agent_conc: int = 100
+    agent_conc_n: int = 2000
+    scale_streams: int = 10_000
 
 
 QUICK = Sizes(
@@ -75,6 +82,11 @@ QUICK = Sizes(
     peer_import_runs=1,
     peer_repeat=5,
     budget_s=120.0,
+    agent_n=1000,
+    agent_repeat=2,
+    agent_conc=10,
+    agent_conc_n=100,
+    scale_streams=200,
 )
 
 
@@ -200,24 +212,27 @@ def run_steps(run: Run, sz: Sizes, clients: list[str], *, quick: bool, profile: 
         run.harness(c, *_flags(n=sz.n, tb=tb, repeat=sz.tool_repeat, warmup=1, pair_floor=True))
     say(f"== a {sz.big_tb:,}-byte tool call in {sz.big_n // 5:,} deltas ({sz.big_n:,} chunks)")
     for c in (c for c in clients if c in ("floor-chat", "mw-deepseek", "openai-sdk")):
+        # the floors of this step are paired with each timed stream, the hard floor too
         run.harness(
             c, *_flags(n=sz.big_n, tb=sz.big_tb, repeat=sz.big_repeat, warmup=0, pair_floor=True)
         )
     say("== concurrent streams in one process")
     conc_tb = streams.default_tool_bytes(sz.conc_n)
-    for c in (c for c in clients if c in ("floor-chat", "mw-deepseek")):
+    for c in (c for c in clients if c in ("hard-floor-chat", "floor-chat", "mw-deepseek")):
         run.harness(
             c,
             *_flags(mode="concurrent", concurrency=sz.conc_streams, n=sz.conc_n, tb=conc_tb),
             *_flags(repeat=1, warmup=1),
         )
-    conc_peers = ("floor-chat", "mw-deepseek") + (() if quick else CONCURRENT_PEERS)
+    conc_peers = ("hard-floor-chat", "floor-chat", "mw-deepseek")
+    conc_peers += () if quick else CONCURRENT_PEERS
     for c in (c for c in clients if c in conc_peers):
         run.harness(
             c,
             *_flags(mode="concurrent", concurrency=sz.conc_peer_streams, n=sz.conc_peer_n),
             *_flags(repeat=1, warmup=0),
         )
+    run_durable_steps(run, sz, clients)
     if profile:
         prof = run.out / "profiles"
         prof.mkdir(exist_ok=True)

@@ -11,19 +11,25 @@ from typing import Any
 
 from .common import Client, Result, Unavailable
 
-__all__ = ["CLIENTS", "Client", "Result", "Unavailable", "load"]
+__all__ = ["CLIENTS", "FLOOR_OF", "HARD_FLOOR_OF", "Client", "Result", "Unavailable", "load"]
 
 # name -> "module:Class", grouped: floor, modelwire, peers. Order is the table's row order.
 CLIENTS: dict[str, str] = {
     "floor-chat": "clients.floor:ChatFloor",
     "floor-responses": "clients.floor:ResponsesFloor",
     "floor-anthropic": "clients.floor:AnthropicFloor",
+    "hard-floor-chat": "clients.hardfloor:ChatHardFloor",
+    "hard-floor-responses": "clients.hardfloor:ResponsesHardFloor",
+    "hard-floor-anthropic": "clients.hardfloor:AnthropicHardFloor",
     "mw-deepseek": "clients.mw:DeepSeekGenerate",
     "mw-deepseek-stream": "clients.mw:DeepSeekStream",
     "mw-deepseek-otel": "clients.mw:DeepSeekOtel",
     "mw-providers-chat": "clients.mw:ProvidersChat",
     "mw-providers-responses": "clients.mw:ProvidersResponses",
     "mw-providers-anthropic": "clients.mw:ProvidersAnthropic",
+    "mw-agent-memory": "clients.agent:AgentMemory",
+    "mw-agent-sqlite": "clients.agent:AgentSqlite",
+    "mw-agent-postgres": "clients.agent:AgentPostgres",
     "openai-sdk": "clients.peers:OpenAIChat",
     "openai-sdk-responses": "clients.peers:OpenAIResponses",
     "litellm": "clients.peers:LiteLLMDeepSeek",
@@ -32,6 +38,11 @@ CLIENTS: dict[str, str] = {
     "pydantic-ai-agent": "clients.peers:PydanticAIAgent",
 }
 FLOOR_OF = {"chat": "floor-chat", "responses": "floor-responses", "anthropic": "floor-anthropic"}
+HARD_FLOOR_OF = {
+    "chat": "hard-floor-chat",
+    "responses": "hard-floor-responses",
+    "anthropic": "hard-floor-anthropic",
+}
 
 
 def load(name: str) -> Any:

@@ -138,7 +138,8 @@ class DeepSeekGenerate(_Mw):
 
 class DeepSeekOtel(DeepSeekGenerate):
     """The same calls with `modelwire.telemetry.instrument` on an OpenTelemetry SDK tracer and
-    meter (spans and metrics recorded, not exported): the instrumentation's own cost."""
+    meter: every span is sampled and recorded and every measurement aggregated (an in-memory
+    metric reader), nothing exported — the instrumentation's own cost, not an exporter's."""
 
     name = "modelwire DeepSeek adapter, OpenTelemetry-instrumented (LlmRuntime.generate)"
 
@@ -147,10 +148,12 @@ class DeepSeekOtel(DeepSeekGenerate):
         instrument = _get("modelwire.telemetry", "instrument")
         try:
             from opentelemetry.sdk.metrics import MeterProvider
+            from opentelemetry.sdk.metrics.export import InMemoryMetricReader
             from opentelemetry.sdk.trace import TracerProvider
         except ImportError as exc:
             raise Unavailable(f"the OpenTelemetry SDK is not installed ({exc})") from exc
-        instrument(self.rt, tracer_provider=TracerProvider(), meter_provider=MeterProvider())
+        meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
+        instrument(self.rt, tracer_provider=TracerProvider(), meter_provider=meters)
 
 
 class DeepSeekStream(DeepSeekGenerate):

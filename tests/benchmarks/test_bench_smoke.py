@@ -44,13 +44,25 @@ def test_bench_quick_run_passes_every_correctness_check(
 
 
 @pytest.mark.parametrize("proto", ["chat", "responses", "anthropic"])
+@pytest.mark.parametrize(
+    "floor", ["floor: aiohttp + json.loads", "hard floor: asyncio + chunked by hand + msgspec"]
+)
 def test_bench_floor_reassembles_each_protocol(
-    quick_run: subprocess.CompletedProcess[str], proto: str
+    quick_run: subprocess.CompletedProcess[str], proto: str, floor: str
 ) -> None:
-    row = next(
-        ln for ln in quick_run.stdout.splitlines() if f"floor: aiohttp + json.loads ({proto})" in ln
-    )
+    row = next(ln for ln in quick_run.stdout.splitlines() if f"{floor} ({proto})" in ln)
     assert "not available" not in row and "FAILED" not in row
+
+
+def test_bench_durable_path_section_reports_every_target_against_the_hard_floor(
+    quick_run: subprocess.CompletedProcess[str],
+) -> None:
+    out = quick_run.stdout
+    assert "## The durable path" in out
+    for target in ("agent + SQLite ≤ 2×", "agent + memory ≤ 1.5×", "agent + PostgreSQL ≤ 3×"):
+        row = next(ln for ln in out.splitlines() if ln.startswith(f"| {target}"))
+        assert "FAILED" not in row
+    assert "16 concurrent turns" in out and "checkpoint flush" in out
 
 
 @pytest.mark.parametrize(
@@ -61,6 +73,9 @@ def test_bench_floor_reassembles_each_protocol(
         "mw-providers-chat",
         "mw-providers-responses",
         "mw-providers-anthropic",
+        "mw-agent-memory",
+        "mw-agent-sqlite",
+        "mw-agent-postgres",
     ],
 )
 def test_bench_modelwire_client_ran_or_is_reported_unavailable(

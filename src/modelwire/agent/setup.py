@@ -30,7 +30,7 @@ from ..errors import ErrorCode, HarnessError
 from ..runtime import LlmRuntime
 from ..runtime.sync import on_bridge_exit, on_sync_loop
 from ..session import open_log
-from ..session.log import Row, SessionInfo, SessionLog, StoredRow
+from ..session.log import ChunkWriter, Row, SessionInfo, SessionLog, StoredRow
 from ..session.urls import redact_url
 
 __all__ = [
@@ -184,6 +184,12 @@ class LazyLog(SessionLog):
     ) -> int:
         inner = await self._log()
         return await inner._store(session_id, rows, barrier=barrier, expect_seq=expect_seq)
+
+    def _chunk_writer(self, session_id: str, turn: int, step: int, attempt: int) -> ChunkWriter:
+        inner = self._inner  # opened by the turn's first append: its writer appends at once
+        if inner is None:
+            return super()._chunk_writer(session_id, turn, step, attempt)
+        return inner.chunk_writer(session_id, turn, step, attempt)
 
     async def _flush(self) -> None:
         await (await self._log())._flush()

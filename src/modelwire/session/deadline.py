@@ -27,27 +27,30 @@ async def within(
     action: str,
     abandon: Callable[[], None],
 ) -> _T:
-    """Await `awaitable` for at most `timeout_s`. On the deadline it is cancelled, `abandon()`
-    drops the connection without waiting for the server, and `Stalled` is raised naming the log
-    (`where`) and what it was doing (`action`). Cancelling the caller cancels the operation."""
-    task = asyncio.ensure_future(awaitable)
-    try:
-        done, _ = await asyncio.wait((task,), timeout=timeout_s)
-    except asyncio.CancelledError:
+    """Await `awaitable` for at most `timeout_s`. On the deadline `abandon()` drops the
+    connection without waiting for the server, the operation is cancelled, and `Stalled` is
+    raised naming the log (`where`) and what it was doing (`action`). Cancelling the caller
+    cancels the operation. Runs in the caller's task (one timer, no task per operation)."""
+    task = asyncio.current_task()
+    assert task is not None, "within() runs inside a task"
+    expired = False
+
+    def expire() -> None:
+        nonlocal expired
+        expired = True
+        abandon()  # first: whatever the cancelled driver does next fails fast, never waits
         task.cancel()
+
+    timer = asyncio.get_running_loop().call_later(timeout_s, expire)
+    try:
+        return await awaitable
+    except asyncio.CancelledError:
+        if expired and task.uncancel() == 0:
+            raise Stalled(
+                f"session log {where}: no answer within {timeout_s:g} s while trying to "
+                f"{action}: the database server (or the network to it) is stalled",
+                ErrorCode.LOG_UNAVAILABLE,
+            ) from None
         raise
-    if done:
-        return task.result()
-    task.add_done_callback(_retrieve)
-    task.cancel()
-    abandon()
-    raise Stalled(
-        f"session log {where}: no answer within {timeout_s:g} s while trying to {action}: the "
-        "database server (or the network to it) is stalled",
-        ErrorCode.LOG_UNAVAILABLE,
-    )
-
-
-def _retrieve(task: asyncio.Future[_T]) -> None:
-    if not task.cancelled():
-        task.exception()
+    finally:
+        timer.cancel()

@@ -2,12 +2,17 @@
 
 `GroupCommitLog` turns the `SessionLog` storage primitives into a small set of transaction hooks.
 The first append after a commit opens one write transaction and takes the session's write lock
-(SQLite: the database write lock of `BEGIN IMMEDIATE`; PostgreSQL: a per-session advisory
-lock). While that transaction is open this instance is the only writer of the locked sessions,
-so seqs are read once from storage (`max(seq) + 1`) and then handed out in memory: an append is a
-list append with no I/O. The transaction commits when `commit_rows` rows are buffered, after
-`commit_interval_ms`, at a barrier append, at `flush()` and at `close()`. Batch commits may be
-"relaxed" (not yet on disk); `flush()` and barrier appends make everything durable.
+(SQLite: the database write lock of `BEGIN IMMEDIATE`; PostgreSQL: a per-session advisory lock),
+trying at once, without waiting, the sessions the previous transaction wrote to (so a busy
+session is re-locked in the same round trip, not one append later). While that transaction is
+open this instance is the only writer of the locked sessions, so seqs are read once from storage
+(the end of the last row) and then handed out in memory: an append is a list append with no
+I/O, and a `ChunkWriter.push` does not even await (the chunks it pushes back to back become one
+run row, `pending.py`). The transaction commits (rows written and committed in one step) when
+`commit_rows` rows are buffered (a run counts as one), after `commit_interval_ms`, at a barrier
+append, at `flush()` and at `close()`. Batch commits may be "relaxed" (not yet on disk);
+`flush()` and barrier appends make everything durable. What this instance appended last is kept
+for its own reads (`tailcache.py`).
 
 Failure rule: rows whose seqs were already handed out are never silently dropped. If a commit or
 a write fails while such rows exist, the instance becomes broken and every later call raises
@@ -17,28 +22,39 @@ a write fails while such rows exist, the instance becomes broken and every later
 from __future__ import annotations
 
 import asyncio
-from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from typing import TypeAlias, TypeVar
+from typing import Final, TypeVar
 
 from ..errors import ErrorCode, HarnessError
 from ..vocab.typing import Coro
+from .chunkrun import ChunkWriter, contiguous
 from .deadline import Stalled, within
-from .log import Row, SessionInfo, SessionLog, StoredRow, stale_write
+from .grouphooks import GroupCommitHooks
+from .log import Row, SessionInfo, StoredRow, stale_write
+from .pending import (
+    MAX_PENDING_EVENTS,
+    GroupChunkWriter,
+    PendingRow,
+    PendingRun,
+    close_runs,
+    seal,
+    session_updates,
+)
+from .tailcache import TailCache
 
-__all__ = ["GroupCommitLog", "PendingRow", "session_updates"]
+__all__ = ["MAX_PENDING_EVENTS", "GroupCommitLog", "PendingRow", "session_updates"]
 
-PendingRow: TypeAlias = tuple[str, int, str, int, bytes]
-"""A row waiting in the open transaction: `(session id, seq, event type, epoch-ms time, payload)`."""
+_RELOCK: Final = 256  # sessions of the last transaction re-locked by the next one, at most
 
 _T = TypeVar("_T")
 
 
-class GroupCommitLog(SessionLog):
+class GroupCommitLog(GroupCommitHooks):
     """A `SessionLog` that buffers appends inside one open, locked write transaction.
 
     Subclasses implement the `_tx_*` hooks (run one at a time, never concurrently) and the
-    `_q_*` queries; this class owns seq assignment, batching, timers and the failure rule.
+    `_q_*` queries (`grouphooks.py`); this class owns seq assignment, batching, timers and the
+    failure rule.
     """
 
     def __init__(
@@ -62,67 +78,17 @@ class GroupCommitLog(SessionLog):
         self._gate = asyncio.Lock()
         self._txn_open = False
         self._txn_rows = 0  # acknowledged rows (seqs returned to callers) in the open transaction
-        self._pending: list[PendingRow] = []  # of those, rows not yet written to the transaction
+        self._pending: list[PendingRow | PendingRun] = []  # of those, not yet written
+        self._pending_events = 0  # events in `_pending`
         self._next: dict[str, int] = {}  # locked sessions -> next seq
+        self._locked_at: dict[str, int] = {}  # locked sessions -> their next seq when locked
+        self._recent: list[str] = []  # sessions the last committed transaction wrote to
         self._unsynced = False  # a relaxed commit happened since the last durable one
         self._broken: HarnessError | None = None
         self._generation = 0
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[object]] = set()
-
-    # ---- backend hooks -----------------------------------------------------------------------
-
-    @abstractmethod
-    async def _tx_begin(self) -> None:
-        """Open a write transaction (SQLite: `BEGIN IMMEDIATE`, waiting for other writers)."""
-
-    @abstractmethod
-    async def _tx_lock(self, session_id: str, *, wait: bool) -> bool:
-        """Take the write lock of `session_id` in the open transaction; False if busy and not `wait`."""
-
-    @abstractmethod
-    async def _tx_next_seq(self, session_id: str) -> int:
-        """`max(seq) + 1` of `session_id` as stored (0 for a new session), read under its lock."""
-
-    @abstractmethod
-    async def _tx_write(self, rows: Sequence[PendingRow]) -> None:
-        """Insert `rows` (and maintain the sessions table) inside the open transaction."""
-
-    @abstractmethod
-    async def _tx_commit(self, *, durable: bool) -> None:
-        """Commit the open transaction; `durable=False` may leave it in OS or server buffers."""
-
-    @abstractmethod
-    async def _tx_rollback(self) -> None:
-        """Roll the open transaction back; must not raise."""
-
-    @abstractmethod
-    async def _tx_sync(self) -> None:
-        """Make every earlier relaxed commit of this instance durable (no transaction is open)."""
-
-    @abstractmethod
-    async def _q_load(self, session_id: str, from_seq: int, to_seq: int | None) -> list[StoredRow]:
-        """Query rows of a session in a seq range, ascending."""
-
-    @abstractmethod
-    async def _q_latest(self, session_id: str, type: str) -> StoredRow | None:
-        """Query the highest-seq row of a type."""
-
-    @abstractmethod
-    async def _q_exists(self, session_id: str) -> bool:
-        """Query whether a session has rows."""
-
-    @abstractmethod
-    async def _q_sessions(self) -> list[SessionInfo]:
-        """Query the sessions table."""
-
-    @abstractmethod
-    async def _release(self) -> None:
-        """Close connections and threads; must not raise."""
-
-    @abstractmethod
-    def _storage_error(self, exc: BaseException, action: str) -> HarnessError:
-        """Translate a driver exception raised while doing `action` into a `HarnessError`."""
+        self._cache = TailCache()  # what this instance appended last, for its own reads
 
     def _abandon(self) -> None:
         """Drop the connection at once, without waiting for the server (after a stall)."""
@@ -137,6 +103,19 @@ class GroupCommitLog(SessionLog):
 
     # ---- SessionLog primitives ---------------------------------------------------------------
 
+    def _fast_ok(self, count: int) -> bool:
+        """True when `count` more events can join the open transaction without any I/O."""
+        return (
+            self._broken is None
+            and self._txn_open
+            and not self._gate.locked()
+            and len(self._pending) + count < self._commit_rows
+            and self._pending_events + count < MAX_PENDING_EVENTS
+        )
+
+    def _chunk_writer(self, session_id: str, turn: int, step: int, attempt: int) -> ChunkWriter:
+        return GroupChunkWriter(self, session_id, turn, step, attempt)
+
     async def _store(
         self,
         session_id: str,
@@ -145,20 +124,14 @@ class GroupCommitLog(SessionLog):
         barrier: bool,
         expect_seq: int | None = None,
     ) -> int:
-        if (
-            not barrier
-            and self._broken is None
-            and self._txn_open
-            and not self._gate.locked()
-            and session_id in self._next
-            and len(self._pending) + len(rows) < self._commit_rows
-        ):
+        if not barrier and session_id in self._next and self._fast_ok(len(rows)):
             # fast path: no I/O, no suspension; the session is locked by this instance's open
             # transaction, so its next seq in memory is the stored truth
             if expect_seq is not None and expect_seq != self._next[session_id]:
                 raise stale_write(session_id, expect_seq, self._next[session_id])
             first = self._buffer(session_id, rows)
             self._txn_rows += len(rows)
+            self._remember(session_id, first, rows)
             return first
         return await self._shielded(self._store_slow(session_id, rows, barrier, expect_seq))
 
@@ -166,22 +139,41 @@ class GroupCommitLog(SessionLog):
         await self._shielded(self._locked(self._commit, durable=True))
 
     async def _load(self, session_id: str, from_seq: int, to_seq: int | None) -> list[StoredRow]:
+        cached = self._cache.read(session_id, from_seq, to_seq)
+        if cached is None:
+            return await self._load_stored(session_id, from_seq, to_seq)
+        self._check_usable()
+        head, end = cached
+        if end == to_seq or (
+            to_seq is None and self._txn_open and self._next.get(session_id) == end
+        ):
+            return head  # all cached: while this transaction holds the session, nobody else
+            # can have appended past what this instance appended
+        return head + await self._load_stored(session_id, end, to_seq)
+
+    async def _load_stored(
+        self, session_id: str, from_seq: int, to_seq: int | None
+    ) -> list[StoredRow]:
         rows: list[StoredRow] = await self._shielded(
             self._locked(self._read, self._q_load, session_id, from_seq, to_seq)
         )
-        for offset, row in enumerate(rows):
-            if row[0] != from_seq + offset:
-                raise HarnessError(
-                    f"session log {self.describe()}: session {session_id!r} is missing seq "
-                    f"{from_seq + offset} (next stored seq is {row[0]})",
-                    ErrorCode.LOG_CORRUPT,
-                )
-        return rows
+        return contiguous(rows, from_seq, self.describe(), session_id)
+
+    def _held_end(self, session_id: str) -> int | None:
+        """The stored end of `session_id` when this transaction holds it (else None: unknown)."""
+        return self._next.get(session_id) if self._txn_open else None
 
     async def _load_latest(self, session_id: str, type: str) -> StoredRow | None:
+        cached = self._cache.latest(session_id, type, self._held_end(session_id))
+        if cached is not None:
+            self._check_usable()
+            return cached[0]
         return await self._shielded(self._locked(self._read, self._q_latest, session_id, type))
 
     async def _exists(self, session_id: str) -> bool:
+        if self._cache.holds(session_id):
+            self._check_usable()
+            return True
         return await self._shielded(self._locked(self._read, self._q_exists, session_id))
 
     async def _list_sessions(self) -> list[SessionInfo]:
@@ -197,10 +189,15 @@ class GroupCommitLog(SessionLog):
         pending = self._pending
         seq = first
         for name, at, raw in rows:
-            pending.append((session_id, seq, name, at, raw))
+            pending.append((session_id, seq, name, at, raw, 1))
             seq += 1
         self._next[session_id] = seq
+        self._pending_events += len(rows)
         return first
+
+    def _remember(self, session_id: str, first: int, rows: Sequence[Row]) -> None:
+        """Cache acknowledged rows (encoded, as storage returns them) for this instance's reads."""
+        self._cache.add(session_id, first, rows)
 
     async def _store_slow(
         self, session_id: str, rows: Sequence[Row], barrier: bool, expect_seq: int | None
@@ -215,36 +212,43 @@ class GroupCommitLog(SessionLog):
             # to this caller and only breaks the log if earlier, acknowledged rows were lost.
             if barrier:
                 await self._commit(durable=True)
-            elif len(self._pending) >= self._commit_rows:
+            elif (
+                len(self._pending) >= self._commit_rows
+                or self._pending_events >= MAX_PENDING_EVENTS
+            ):
                 await self._commit(durable=False)
             else:
                 self._txn_rows += len(rows)
+            self._remember(session_id, first, rows)
             return first
 
     async def _reserve(self, session_id: str) -> None:
         """Open the transaction if needed and lock `session_id`, learning its next seq."""
         if self._txn_open and session_id in self._next:
             return
-        if not self._txn_open:
-            await self._begin()
-            await self._guard(self._tx_lock(session_id, wait=True), "lock the session")
-        elif not await self._guard(self._tx_lock(session_id, wait=False), "lock the session"):
+        if self._txn_open:
+            following = await self._guard(self._tx_extend(session_id), "lock the session")
+            if following is not None:
+                self._next[session_id] = self._locked_at[session_id] = following
+                return
             # Never wait for a lock while holding others (no cross-process deadlock): commit the
             # sessions locked so far, then wait in a fresh transaction.
             await self._commit(durable=False)
-            await self._begin()
-            await self._guard(self._tx_lock(session_id, wait=True), "lock the session")
-        self._next[session_id] = await self._guard(self._tx_next_seq(session_id), "read seq")
+        await self._open(session_id)
 
-    async def _begin(self) -> None:
+    async def _open(self, session_id: str) -> None:
+        others = [s for s in self._recent if s != session_id][:_RELOCK]
         try:
-            await self._bounded(self._tx_begin(), "begin a transaction")
-        except HarnessError:
-            raise
-        except Exception as exc:
-            raise self._storage_error(exc, "begin a transaction") from exc
+            locked = await self._bounded(self._tx_open([session_id, *others]), "lock the session")
+        except BaseException as exc:
+            await self._tx_rollback()
+            if isinstance(exc, HarnessError) or not isinstance(exc, Exception):
+                raise
+            raise self._storage_error(exc, "lock the session") from exc
         self._txn_open = True
         self._txn_rows = 0
+        self._next.update(locked)
+        self._locked_at.update(locked)
         self._generation += 1
         generation = self._generation
         loop = asyncio.get_running_loop()
@@ -264,6 +268,8 @@ class GroupCommitLog(SessionLog):
     async def _abort(self, error: HarnessError) -> None:
         lost = self._txn_rows
         self._end_txn()
+        self._recent = []
+        self._cache.clear()
         await self._tx_rollback()
         if lost and self._broken is None:
             self._broken = HarnessError(
@@ -277,8 +283,11 @@ class GroupCommitLog(SessionLog):
     def _end_txn(self) -> None:
         self._txn_open = False
         self._txn_rows = 0
+        close_runs(self._pending)
         self._pending = []
+        self._pending_events = 0
         self._next.clear()
+        self._locked_at.clear()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -295,15 +304,22 @@ class GroupCommitLog(SessionLog):
                     raise self._storage_error(exc, "sync") from exc
                 self._unsynced = False
             return
-        await self._write_pending()
-        await self._guard(self._tx_commit(durable=durable), "commit")
+        pending, self._pending, self._pending_events = self._pending, [], 0
+        await self._guard(self._finish(pending, durable), "commit")
+        self._recent = [s for s, n in self._next.items() if n != self._locked_at.get(s)]
         self._end_txn()
         self._unsynced = not durable
 
+    async def _finish(self, pending: list[PendingRow | PendingRun], durable: bool) -> None:
+        await self._tx_finish(seal(pending), durable=durable)
+
     async def _write_pending(self) -> None:
         if self._pending:
-            rows, self._pending = self._pending, []
-            await self._guard(self._tx_write(rows), "write")
+            pending, self._pending, self._pending_events = self._pending, [], 0
+            await self._guard(self._write_sealed(pending), "write")
+
+    async def _write_sealed(self, pending: list[PendingRow | PendingRun]) -> None:
+        await self._tx_write(seal(pending))
 
     async def _read(self, query: Callable[..., Coro[_T]], *args: object) -> _T:
         self._check_usable()
@@ -368,16 +384,3 @@ class GroupCommitLog(SessionLog):
 def _retrieve(task: asyncio.Task[object]) -> None:
     if not task.cancelled():
         task.exception()
-
-
-def session_updates(rows: Sequence[PendingRow]) -> list[tuple[str, int, int, int]]:
-    """One `(session id, event count, first time, last time)` per session in `rows`.
-
-    The first time is only used when the batch creates the session (it then holds seq 0).
-    """
-    first: dict[str, int] = {}
-    last: dict[str, tuple[int, int]] = {}
-    for session_id, seq, _, at, _ in rows:
-        first.setdefault(session_id, at)
-        last[session_id] = (seq, at)
-    return [(sid, seq + 1, first[sid], at) for sid, (seq, at) in last.items()]

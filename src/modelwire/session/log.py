@@ -5,7 +5,8 @@ validation, msgspec JSON encoding and decoding, timestamps, closed-state checks 
 storage to a handful of small abstract primitives (`_store`, `_flush`, `_load`, `_load_latest`,
 `_exists`, `_list_sessions`, `_close`). Backends (`memory.py`, `sqlite.py`, `postgres.py`)
 implement only those primitives. The event structs and the registry live in `events.py` and are
-re-exported here.
+re-exported here. A model stream's chunks go through `chunk_writer` instead of `append`, which a
+backend may take without a wait and store as runs (`chunkrun.py`); readers see the same events.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Self, TypeAlias
 import msgspec
 
 from ..errors import ErrorCode, HarnessError
+from .chunkrun import ChunkWriter, LoadedRow, StoredRun, expand
 from .events import (
     AbortCause,
     AssistantChunk,
@@ -55,6 +57,7 @@ __all__ = [
     "AbortCause",
     "AssistantChunk",
     "AssistantMessage",
+    "ChunkWriter",
     "EpochHeader",
     "Event",
     "LlmRetry",
@@ -67,6 +70,7 @@ __all__ = [
     "StepEnd",
     "StepStart",
     "StoredRow",
+    "StoredRun",
     "ToolCallRecord",
     "ToolResultRecord",
     "TurnAborted",
@@ -90,8 +94,9 @@ __all__ = [
 Row: TypeAlias = tuple[str, int, bytes]
 """A row to store: `(event type, epoch-ms time, JSON payload bytes)`; the seq is assigned by `_store`."""
 
-StoredRow: TypeAlias = tuple[int, str, int, bytes]
-"""A stored row as loaded: `(seq, event type, epoch-ms time, JSON payload bytes)`."""
+StoredRow: TypeAlias = LoadedRow
+"""A stored row as loaded: one event's `(seq, event type, epoch-ms time, JSON payload bytes)`, a
+`StoredRun` of chunk events (`chunkrun.py`), or an `Event` the backend keeps decoded."""
 
 
 class SessionInfo(msgspec.Struct, frozen=True):
@@ -103,7 +108,8 @@ class SessionInfo(msgspec.Struct, frozen=True):
     last_time: int
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
+    """The default clock of a log: epoch milliseconds."""
     return time.time_ns() // 1_000_000
 
 
@@ -126,7 +132,7 @@ class SessionLog(ABC):
     """
 
     def __init__(self, *, clock: Callable[[], int] | None = None) -> None:
-        self._clock: Callable[[], int] = clock or _now_ms
+        self._clock: Callable[[], int] = clock or now_ms
         self._closed = False
 
     # ---- public API --------------------------------------------------------------------------
@@ -184,6 +190,18 @@ class SessionLog(ABC):
             for i, ((name, _, _), data) in enumerate(zip(rows, items, strict=True))
         ]
 
+    def chunk_writer(self, session_id: str, turn: int, step: int, attempt: int) -> ChunkWriter:
+        """A writer of the stream chunks of attempt `attempt` of step `step` of turn `turn`: each
+        becomes one `assistant/chunk` event, appended without a wait where the backend can
+        (`ChunkWriter.push`), else through `append` (see `chunkrun.py`)."""
+        sid = check_session_id(session_id)
+        self._check_open()
+        return self._chunk_writer(sid, turn, step, attempt)
+
+    def _chunk_writer(self, session_id: str, turn: int, step: int, attempt: int) -> ChunkWriter:
+        """The backend's writer (this base: through `append` only)."""
+        return ChunkWriter(self, session_id, turn, step, attempt)
+
     async def flush(self) -> None:
         """Durable barrier: every event appended (on any session) before this call is durable on return."""
         self._check_open()
@@ -207,14 +225,17 @@ class SessionLog(ABC):
         rows = await self._load(sid, from_seq, to_seq)
         if not rows and not await self._exists(sid):
             raise HarnessError(f"session {sid!r} does not exist", ErrorCode.SESSION_NOT_FOUND)
-        return [self._decode(sid, row) for row in rows]
+        return expand(sid, rows, from_seq, to_seq)
 
     async def latest(self, session_id: str, type: str) -> Event | None:
         """The event of type `type` with the highest seq, or None (also for an unknown session)."""
         sid = check_session_id(session_id)
         self._check_open()
         row = await self._load_latest(sid, type)
-        return None if row is None else self._decode(sid, row)
+        if row is None:
+            return None
+        events = expand(sid, (row,))
+        return events[-1] if events else None
 
     async def sessions(self) -> list[SessionInfo]:
         """Every session in the log, ordered by session id."""
@@ -257,11 +278,6 @@ class SessionLog(ABC):
             raise HarnessError(
                 f"session log {self.describe()} is closed", ErrorCode.LOG_UNAVAILABLE
             )
-
-    @staticmethod
-    def _decode(session_id: str, row: StoredRow) -> Event:
-        seq, name, at, raw = row
-        return Event(seq, name, at, decode_event_data(session_id, seq, name, raw))
 
     def describe(self) -> str:
         """A short, credential-free description of the backend for error messages."""
@@ -315,15 +331,16 @@ class SessionLog(ABC):
 
     @abstractmethod
     async def _load(self, session_id: str, from_seq: int, to_seq: int | None) -> list[StoredRow]:
-        """Rows of `session_id` with `from_seq <= seq < to_seq` (to the end if None), ascending.
-
-        Includes rows buffered but not yet durable. An unknown session returns `[]` (the base
+        """Rows of `session_id` holding the events `from_seq <= seq < to_seq` (to the end if
+        None), ascending; a run (`StoredRun`) may start before `from_seq` or end past `to_seq`
+        (the base class clips it). Includes rows buffered but not yet durable. An unknown session returns `[]` (the base
         class then asks `_exists` to tell "unknown" from "empty range").
         """
 
     @abstractmethod
     async def _load_latest(self, session_id: str, type: str) -> StoredRow | None:
-        """The row of `session_id` with event type `type` and the highest seq, or None."""
+        """The row of `session_id` holding the event of type `type` with the highest seq (a run's
+        last event), or None."""
 
     @abstractmethod
     async def _exists(self, session_id: str) -> bool:

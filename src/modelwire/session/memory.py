@@ -1,20 +1,28 @@
-"""The in-memory session log: process-local, nothing survives the process (tests, scratch runs)."""
+"""The in-memory session log: process-local, nothing survives the process (tests, scratch runs).
+
+Rows appended through `append` are kept encoded, as a durable backend stores them (a read decodes
+them); chunks pushed through a `ChunkWriter` are validated like them and kept as their events.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from time import time_ns
 
-from .log import Row, SessionInfo, SessionLog, StoredRow, stale_write
+from ..events import AssistantChunk, Event
+from ..vocab import StreamChunk
+from .chunkrun import CHUNK_TYPE, TEXTS, ChunkWriter, check_chunk, row_time
+from .log import Row, SessionInfo, SessionLog, StoredRow, now_ms, stale_write
 
 __all__ = ["MemoryLog"]
 
 
 class _Session:
-    __slots__ = ("by_type", "rows")
+    __slots__ = ("last", "rows")
 
     def __init__(self) -> None:
-        self.rows: list[StoredRow] = []
-        self.by_type: dict[str, list[int]] = {}
+        self.rows: list[StoredRow] = []  # one per event, at index seq
+        self.last: dict[str, int] = {}  # event type -> the highest seq of that type
 
 
 class MemoryLog(SessionLog):
@@ -28,6 +36,15 @@ class MemoryLog(SessionLog):
         """`memory:`."""
         return "memory:"
 
+    def _chunk_writer(self, session_id: str, turn: int, step: int, attempt: int) -> ChunkWriter:
+        return _MemoryChunkWriter(self, session_id, turn, step, attempt)
+
+    def _session(self, session_id: str) -> _Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            session = self._sessions[session_id] = _Session()
+        return session
+
     async def _store(
         self,
         session_id: str,
@@ -40,13 +57,12 @@ class MemoryLog(SessionLog):
         first = 0 if session is None else len(session.rows)
         if expect_seq is not None and expect_seq != first:
             raise stale_write(session_id, expect_seq, first)
-        if session is None:
-            session = self._sessions[session_id] = _Session()
+        session = self._session(session_id)
         # No await between reading the count and appending: atomic within the event loop.
         for offset, (name, at, raw) in enumerate(rows):
             seq = first + offset
             session.rows.append((seq, name, at, raw))
-            session.by_type.setdefault(name, []).append(seq)
+            session.last[name] = seq
         return first
 
     async def _flush(self) -> None:
@@ -62,17 +78,51 @@ class MemoryLog(SessionLog):
         session = self._sessions.get(session_id)
         if session is None:
             return None
-        seqs = session.by_type.get(type)
-        return session.rows[seqs[-1]] if seqs else None
+        seq = session.last.get(type)
+        return None if seq is None else session.rows[seq]
 
     async def _exists(self, session_id: str) -> bool:
         return session_id in self._sessions
 
     async def _list_sessions(self) -> list[SessionInfo]:
         return [
-            SessionInfo(sid, len(s.rows), s.rows[0][2], s.rows[-1][2])
+            SessionInfo(sid, len(s.rows), row_time(s.rows[0]), row_time(s.rows[-1]))
             for sid, s in self._sessions.items()
+            if s.rows
         ]
 
     async def _close(self) -> None:
         return None
+
+
+class _MemoryChunkWriter(ChunkWriter):
+    """Pushes are always taken at once: the chunk event is validated and kept decoded."""
+
+    __slots__ = ("_clock", "_memory")
+
+    def __init__(self, log: MemoryLog, session_id: str, turn: int, step: int, attempt: int) -> None:
+        super().__init__(log, session_id, turn, step, attempt)
+        self._memory = log
+        self._clock = None if log._clock is now_ms else log._clock  # None: `time_ns` inline
+
+    def push(self, chunk: StreamChunk) -> int:
+        log = self._memory
+        if log._closed:
+            log._check_open()
+        sid = self.session_id
+        if not (
+            type(chunk) in TEXTS
+            and type(chunk.index) is int  # type: ignore[union-attr]
+            and type(chunk.text) is str  # type: ignore[union-attr]
+            and chunk.text.isascii()  # type: ignore[union-attr]
+        ):
+            check_chunk(sid, self.turn, self.step, self.attempt, chunk)
+        session = log._sessions.get(sid) or log._session(sid)
+        rows = session.rows
+        seq = len(rows)
+        data = AssistantChunk(self.turn, self.step, self.attempt, chunk)
+        clock = self._clock
+        at = time_ns() // 1_000_000 if clock is None else clock()
+        rows.append(Event(seq, CHUNK_TYPE, at, data))
+        session.last[CHUNK_TYPE] = seq
+        return seq

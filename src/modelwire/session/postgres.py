@@ -3,12 +3,18 @@
 Install with the `[postgres]` extra; psycopg is imported only when a `postgresql://` log is
 opened. Many processes may append to different sessions at once; appends to one session are
 serialised across processes by a transaction-scoped advisory lock keyed by the session id
-(`pg_advisory_xact_lock`), under which the next seq is read as `max(seq) + 1`, so seqs never
+(`pg_advisory_xact_lock`), under which the next seq is read from the last row, so seqs never
 collide or skip; `PRIMARY KEY (session_id, seq)` is the last line of defence. A lock for a second
 session is only ever tried without waiting (otherwise the open batch commits first), so two
 processes can never deadlock. Appends are group-committed (`groupcommit.py`): batch commits use
-`synchronous_commit = off`; `flush()` commits with `synchronous_commit = on`, which also makes
-every earlier batch durable. Error messages name host, port and database, never the password.
+`synchronous_commit = off` (the connection's setting); `flush()` commits with `SET LOCAL
+synchronous_commit = on`, which also makes every earlier batch durable. A batch is written by
+one statement (rows and sessions, arrays as binary parameters). Error messages name host, port and database, never the password.
+
+Schema version 2 (the `schema_version` row of `modelwire_meta`) adds `event_count`: a row may
+hold a run of chunk events (`chunkrun.py`). Version-1 tables are migrated when a log is opened
+(one `ALTER TABLE ... ADD COLUMN` with a default, under the schema lock); older code refuses
+version 2 (`LOG_CORRUPT`).
 """
 
 from __future__ import annotations
@@ -19,47 +25,20 @@ from typing import TYPE_CHECKING, Final, Self
 from urllib.parse import unquote, urlsplit
 
 from ..errors import ErrorCode, HarnessError
-from .groupcommit import GroupCommitLog, PendingRow, session_updates
+from .groupcommit import GroupCommitLog
 from .log import SessionInfo, StoredRow
+from .pending import PendingRow, session_updates
+from .postgres_sql import COLUMNS, SCHEMA_VERSION, WRITE, ensure_schema, stored_row
 from .urls import redact_url, url_secrets
 
 if TYPE_CHECKING:
     import psycopg
     from psycopg.rows import TupleRow
 
-__all__ = ["LOCK_NAMESPACE", "PostgresLog", "describe_postgres_url"]
+__all__ = ["LOCK_NAMESPACE", "SCHEMA_VERSION", "PostgresLog", "describe_postgres_url"]
 
 LOCK_NAMESPACE: Final = 0x4D574C47
 """First key of every advisory lock this module takes (the second is `hashtext(session_id)`)."""
-
-SCHEMA_VERSION: Final = "1"
-"""The `schema_version` row of `modelwire_meta` this module writes and reads."""
-_TABLES: Final = ("modelwire_meta", "modelwire_sessions", "modelwire_events")
-_SCHEMA: Final = (
-    "CREATE TABLE IF NOT EXISTS modelwire_meta (key text PRIMARY KEY, value text NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS modelwire_sessions (
-        session_id text PRIMARY KEY,
-        events bigint NOT NULL,
-        first_time bigint NOT NULL,
-        last_time bigint NOT NULL
-    )""",
-    """CREATE TABLE IF NOT EXISTS modelwire_events (
-        session_id text NOT NULL,
-        seq bigint NOT NULL CHECK (seq >= 0),
-        type text NOT NULL,
-        time bigint NOT NULL,
-        data bytea NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    )""",
-    "CREATE INDEX IF NOT EXISTS modelwire_events_by_type ON modelwire_events (session_id, type, seq)",
-    "INSERT INTO modelwire_meta (key, value) VALUES ('schema_version', '1') ON CONFLICT DO NOTHING",
-)
-_COPY: Final = "COPY modelwire_events (session_id, seq, type, time, data) FROM STDIN"
-_UPSERT_SESSION: Final = (
-    "INSERT INTO modelwire_sessions (session_id, events, first_time, last_time) "
-    "VALUES (%s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
-    "events = EXCLUDED.events, last_time = EXCLUDED.last_time"
-)
 
 
 def _import_psycopg() -> ModuleType:
@@ -198,7 +177,8 @@ class PostgresLog(GroupCommitLog):
         except ValueError as exc:  # a malformed URL
             raise self._storage_error(exc, "parse the URL") from None
         self._conn = conn
-        await conn.execute("SET synchronous_commit = on")
+        # batch commits are relaxed; a durable commit says `SET LOCAL synchronous_commit = on`
+        await conn.execute("SET synchronous_commit = off")
         await conn.execute(f"SET lock_timeout = {int(self._lock_timeout_ms)}")
         await conn.execute(f"SET statement_timeout = {int(self._statement_timeout_ms)}")
 
@@ -224,23 +204,11 @@ class PostgresLog(GroupCommitLog):
     async def _ensure_schema(self) -> None:
         conn = await self._db()
         try:
-            async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_NAMESPACE,))
-                cur = await conn.execute(
-                    "SELECT " + ", ".join(f"to_regclass('{name}') IS NOT NULL" for name in _TABLES)
-                )
-                present = await cur.fetchone()
-                if not (present and all(present)):
-                    for statement in _SCHEMA:
-                        await conn.execute(statement)
-                cur = await conn.execute(
-                    "SELECT value FROM modelwire_meta WHERE key = 'schema_version'"
-                )
-                row = await cur.fetchone()
+            version = await ensure_schema(conn, LOCK_NAMESPACE)
         except self._pg.Error as exc:
             raise self._storage_error(exc, "create or check the schema") from None
-        if row is None or row[0] != SCHEMA_VERSION:
-            found = "none" if row is None else repr(row[0])
+        if version != SCHEMA_VERSION:
+            found = "none" if version is None else repr(version)
             raise HarnessError(
                 f"PostgreSQL session log {self._where}: modelwire_meta records schema version "
                 f"{found}, expected {SCHEMA_VERSION!r}; the tables were left untouched",
@@ -249,53 +217,69 @@ class PostgresLog(GroupCommitLog):
 
     # ---- transaction hooks -------------------------------------------------------------------
 
-    async def _tx_begin(self) -> None:
-        await (await self._db()).execute("BEGIN")
-
-    async def _tx_lock(self, session_id: str, *, wait: bool) -> bool:
+    async def _tx_open(self, session_ids: Sequence[str]) -> dict[str, int]:
         conn = await self._db()
-        if wait:
-            await conn.execute(
-                "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, session_id)
+        first, others = session_ids[0], list(session_ids[1:])
+        # one round trip (simple protocol, the id quoted by psycopg as a literal)
+        begin = "BEGIN; SELECT pg_advisory_xact_lock({}, hashtext({}))"
+        await conn.execute(self._pg.sql.SQL(begin).format(LOCK_NAMESPACE, first))
+        locked = [first]
+        if others:  # only tried once the first is held: never waiting while holding others
+            cur = await conn.execute(
+                "SELECT s FROM unnest(%s::text[]) AS u(s) "
+                "WHERE pg_try_advisory_xact_lock(%s, hashtext(s))",
+                (others, LOCK_NAMESPACE),
             )
-            return True
+            locked += [str(row[0]) for row in await cur.fetchall()]
+        return await self._next_seqs(conn, locked)
+
+    async def _tx_extend(self, session_id: str) -> int | None:
+        conn = await self._db()
         cur = await conn.execute(
             "SELECT pg_try_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, session_id)
         )
         row = await cur.fetchone()
-        return bool(row and row[0])
+        if not (row and row[0]):
+            return None
+        return (await self._next_seqs(conn, [session_id]))[session_id]
 
-    async def _tx_next_seq(self, session_id: str) -> int:
-        conn = await self._db()
+    async def _next_seqs(
+        self, conn: psycopg.AsyncConnection[TupleRow], session_ids: list[str]
+    ) -> dict[str, int]:
+        """The next seq of each (locked) session, read in one statement after the locks."""
         cur = await conn.execute(
-            "SELECT (SELECT max(seq) FROM modelwire_events WHERE session_id = %s), "
-            "(SELECT events FROM modelwire_sessions WHERE session_id = %s)",
-            (session_id, session_id),
+            "SELECT s, (SELECT seq + event_count FROM modelwire_events e WHERE e.session_id = s "
+            "ORDER BY seq DESC LIMIT 1), "
+            "(SELECT events FROM modelwire_sessions m WHERE m.session_id = s) "
+            "FROM unnest(%s::text[]) AS u(s)",
+            (session_ids,),
         )
-        row = await cur.fetchone()
-        top, recorded = row if row else (None, None)
-        following = 0 if top is None else int(top) + 1
-        if (recorded or 0) != following:
-            raise HarnessError(
-                f"PostgreSQL session log {self._where}: session {session_id!r} ends at seq "
-                f"{following - 1} but its sessions row records {recorded or 0} event(s)",
-                ErrorCode.LOG_CORRUPT,
-            )
-        return following
+        out: dict[str, int] = {}
+        for sid, top, recorded in await cur.fetchall():
+            following = 0 if top is None else int(top)
+            if (recorded or 0) != following:
+                raise HarnessError(
+                    f"PostgreSQL session log {self._where}: session {sid!r} ends at seq "
+                    f"{following - 1} but its sessions row records {recorded or 0} event(s)",
+                    ErrorCode.LOG_CORRUPT,
+                )
+            out[str(sid)] = following
+        return out
 
     async def _tx_write(self, rows: Sequence[PendingRow]) -> None:
         conn = await self._db()
         async with conn.cursor() as cur:
-            async with cur.copy(_COPY) as copy:
-                for row in rows:
-                    await copy.write_row(row)
-            await cur.executemany(_UPSERT_SESSION, session_updates(rows))
+            updates = session_updates(rows)
+            await cur.execute(
+                WRITE,
+                [*map(list, zip(*rows, strict=True)), *map(list, zip(*updates, strict=True))],
+            )
 
-    async def _tx_commit(self, *, durable: bool) -> None:
+    async def _tx_finish(self, rows: Sequence[PendingRow], *, durable: bool) -> None:
+        if rows:
+            await self._tx_write(rows)
         conn = await self._db()
-        if not durable:
-            await conn.execute("SET LOCAL synchronous_commit = off")
-        await conn.execute("COMMIT")
+        await conn.execute("SET LOCAL synchronous_commit = on; COMMIT" if durable else "COMMIT")
 
     async def _tx_rollback(self) -> None:
         conn = self._conn
@@ -308,35 +292,35 @@ class PostgresLog(GroupCommitLog):
 
     async def _tx_sync(self) -> None:
         conn = await self._db()
-        async with conn.transaction():  # a commit record flushed under synchronous_commit = on
-            await conn.execute("SELECT txid_current()")
+        # a commit record flushed under synchronous_commit = on (one round trip)
+        await conn.execute(
+            "BEGIN; SET LOCAL synchronous_commit = on; SELECT txid_current(); COMMIT"
+        )
 
     # ---- queries -----------------------------------------------------------------------------
 
     async def _q_load(self, session_id: str, from_seq: int, to_seq: int | None) -> list[StoredRow]:
         conn = await self._db()
+        # from the row holding `from_seq` (a run may start before it)
         sql = (
-            "SELECT seq, type, time, data FROM modelwire_events WHERE session_id = %s AND seq >= %s"
+            f"{COLUMNS} WHERE session_id = %(s)s AND seq >= coalesce((SELECT max(seq) FROM "
+            "modelwire_events WHERE session_id = %(s)s AND seq <= %(f)s), %(f)s)"
         )
-        args: tuple[object, ...] = (session_id, from_seq)
+        args: dict[str, object] = {"s": session_id, "f": from_seq}
         if to_seq is not None:
-            sql += " AND seq < %s"
-            args = (*args, to_seq)
+            sql += " AND seq < %(t)s"
+            args["t"] = to_seq
         cur = await conn.execute(sql + " ORDER BY seq", args)
-        return [(int(s), str(t), int(at), bytes(d)) for s, t, at, d in await cur.fetchall()]
+        return [stored_row(r) for r in await cur.fetchall()]
 
     async def _q_latest(self, session_id: str, type: str) -> StoredRow | None:
         conn = await self._db()
         cur = await conn.execute(
-            "SELECT seq, type, time, data FROM modelwire_events WHERE session_id = %s AND "
-            "type = %s ORDER BY seq DESC LIMIT 1",
+            f"{COLUMNS} WHERE session_id = %s AND type = %s ORDER BY seq DESC LIMIT 1",
             (session_id, type),
         )
         row = await cur.fetchone()
-        if row is None:
-            return None
-        seq, name, at, data = row
-        return (int(seq), str(name), int(at), bytes(data))
+        return None if row is None else stored_row(row)
 
     async def _q_exists(self, session_id: str) -> bool:
         conn = await self._db()

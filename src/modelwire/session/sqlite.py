@@ -10,7 +10,8 @@ commit a marker row with `synchronous=FULL`, which fsyncs the WAL — the data r
 
 A file that is not a SQLite database, or a SQLite database of another application (checked with
 `PRAGMA application_id`, `user_version` and the schema tables), raises `LOG_CORRUPT` naming the
-path and is left untouched. Event rows are only ever inserted, never updated or deleted.
+path and is left untouched. Event rows are only ever inserted, never updated or deleted; a row
+may hold a run of chunk events (`event_count`, see `chunkrun.py` and `sqlite_file.py`).
 """
 
 from __future__ import annotations
@@ -20,17 +21,21 @@ import contextlib
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final, Self, TypeVar
+from typing import Any, Final, Self, TypeVar
 
-from .groupcommit import GroupCommitLog, PendingRow, session_updates
+from .chunkrun import StoredRun
+from .groupcommit import GroupCommitLog
 from .log import SessionInfo, StoredRow
+from .pending import PendingRow, session_updates
 from .sqlite_file import APPLICATION_ID, SCHEMA_VERSION, SqliteFile, sqlite_path_from_url
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteLog", "sqlite_path_from_url"]
 
 _INSERT: Final = (
-    "INSERT INTO modelwire_events (session_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)"
+    "INSERT INTO modelwire_events (session_id, seq, type, time, data, event_count) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
 )
+_COLUMNS: Final = "SELECT seq, type, time, data, event_count FROM modelwire_events"
 _UPSERT_SESSION: Final = (
     "INSERT INTO modelwire_sessions (session_id, events, first_time, last_time) "
     "VALUES (?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
@@ -108,23 +113,30 @@ class SqliteLog(SqliteFile, GroupCommitLog):
 
     # ---- transaction hooks -------------------------------------------------------------------
 
-    async def _tx_begin(self) -> None:
-        await self._call(self._db.execute, "BEGIN IMMEDIATE")
+    async def _tx_open(self, session_ids: Sequence[str]) -> dict[str, int]:
+        return await self._call(self._w_open_txn, session_ids)
 
-    async def _tx_lock(self, session_id: str, *, wait: bool) -> bool:
-        return True  # BEGIN IMMEDIATE already holds the database write lock
+    def _w_open_txn(self, session_ids: Sequence[str]) -> dict[str, int]:
+        # BEGIN IMMEDIATE takes the database write lock: every session is locked with it
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            return {sid: self._w_next_seq(sid) for sid in session_ids}
+        except BaseException:
+            self._w_rollback()
+            raise
 
-    async def _tx_next_seq(self, session_id: str) -> int:
+    async def _tx_extend(self, session_id: str) -> int | None:
         return await self._call(self._w_next_seq, session_id)
 
     def _w_next_seq(self, session_id: str) -> int:
         row = self._db.execute(
-            "SELECT (SELECT max(seq) FROM modelwire_events WHERE session_id = ?), "
+            "SELECT (SELECT seq + event_count FROM modelwire_events WHERE session_id = ? "
+            "ORDER BY seq DESC LIMIT 1), "
             "(SELECT events FROM modelwire_sessions WHERE session_id = ?)",
             (session_id, session_id),
         ).fetchone()
         top, recorded = row
-        following = 0 if top is None else int(top) + 1
+        following = 0 if top is None else int(top)
         if (recorded or 0) != following:
             raise self._corrupt(
                 f"session {session_id!r} ends at seq {following - 1} but its sessions row "
@@ -140,10 +152,12 @@ class SqliteLog(SqliteFile, GroupCommitLog):
         conn.executemany(_INSERT, rows)
         conn.executemany(_UPSERT_SESSION, session_updates(rows))
 
-    async def _tx_commit(self, *, durable: bool) -> None:
-        await self._call(self._w_commit, durable)
+    async def _tx_finish(self, rows: Sequence[PendingRow], *, durable: bool) -> None:
+        await self._call(self._w_finish, rows, durable)
 
-    def _w_commit(self, durable: bool) -> None:
+    def _w_finish(self, rows: Sequence[PendingRow], durable: bool) -> None:
+        if rows:
+            self._w_write(rows)
         self._db.execute("COMMIT")
         if durable:
             self._w_sync()
@@ -176,27 +190,26 @@ class SqliteLog(SqliteFile, GroupCommitLog):
         return await self._call(self._w_load, session_id, from_seq, to_seq)
 
     def _w_load(self, session_id: str, from_seq: int, to_seq: int | None) -> list[StoredRow]:
-        sql = "SELECT seq, type, time, data FROM modelwire_events WHERE session_id = ? AND seq >= ?"
+        # from the row holding `from_seq` (a run may start before it)
+        sql = (
+            f"{_COLUMNS} WHERE session_id = ?1 AND seq >= coalesce((SELECT max(seq) FROM "
+            "modelwire_events WHERE session_id = ?1 AND seq <= ?2), ?2)"
+        )
         args: tuple[object, ...] = (session_id, from_seq)
         if to_seq is not None:
-            sql += " AND seq < ?"
+            sql += " AND seq < ?3"
             args = (*args, to_seq)
-        rows = self._db.execute(sql + " ORDER BY seq", args).fetchall()
-        return [(int(s), str(t), int(at), bytes(d)) for s, t, at, d in rows]
+        return [_row(r) for r in self._db.execute(sql + " ORDER BY seq", args).fetchall()]
 
     async def _q_latest(self, session_id: str, type: str) -> StoredRow | None:
         return await self._call(self._w_latest, session_id, type)
 
     def _w_latest(self, session_id: str, type: str) -> StoredRow | None:
         row = self._db.execute(
-            "SELECT seq, type, time, data FROM modelwire_events WHERE session_id = ? AND type = ? "
-            "ORDER BY seq DESC LIMIT 1",
+            f"{_COLUMNS} WHERE session_id = ? AND type = ? ORDER BY seq DESC LIMIT 1",
             (session_id, type),
         ).fetchone()
-        if row is None:
-            return None
-        seq, name, at, data = row
-        return (int(seq), str(name), int(at), bytes(data))
+        return None if row is None else _row(row)
 
     async def _q_exists(self, session_id: str) -> bool:
         return await self._call(self._w_exists, session_id)
@@ -228,3 +241,11 @@ class SqliteLog(SqliteFile, GroupCommitLog):
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+
+
+def _row(row: tuple[Any, ...]) -> StoredRow:  # Any: sqlite3 rows are untyped
+    """A loaded row: one event's tuple, or a `StoredRun` when it holds several."""
+    seq, name, at, data, count = row
+    if count > 1:
+        return StoredRun(int(seq), int(count), int(at), bytes(data))
+    return (int(seq), str(name), int(at), bytes(data))

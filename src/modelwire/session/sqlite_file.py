@@ -1,6 +1,17 @@
 """The SQLite file of a session log: URL to path, opening in WAL mode, the schema check that
-refuses a foreign or corrupt file (left untouched), and the translation of SQLite errors into
-`HarnessError`s naming the path (a full disk named as such). Runs on the log's worker thread."""
+refuses a foreign or corrupt file (left untouched), the migration of an older modelwire schema,
+and the translation of SQLite errors into `HarnessError`s naming the path (a full disk named as
+such). Runs on the log's worker thread.
+
+Schema versions (`PRAGMA user_version`):
+
+1. one row per event in a `WITHOUT ROWID` table keyed by `(session_id, seq)`.
+2. (current) a row may hold a run of `event_count` chunk events (seqs `seq` to
+   `seq + event_count - 1`, payload a `chunkrun.ChunkRun`); a rowid table, since run rows are
+   large, with `UNIQUE (session_id, seq)`. A version-1 file is migrated when it is opened: its
+   rows are copied into the new table (each with `event_count = 1`) in one write transaction,
+   so a crash leaves either file whole. Older code refuses a version-2 file (`LOG_CORRUPT`).
+"""
 
 from __future__ import annotations
 
@@ -19,21 +30,35 @@ __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteFile", "sqlite_path_from_u
 APPLICATION_ID: Final = 0x4D574C47
 """`PRAGMA application_id` of a modelwire session log ("MWLG")."""
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """`PRAGMA user_version` of the schema this module writes and reads."""
+MIGRATES_FROM: Final = (1,)
+"""Older schema versions this module migrates on open."""
 
 _MAGIC: Final = b"SQLite format 3\x00"
 _TABLES: Final = ("modelwire_events", "modelwire_meta", "modelwire_sessions")
-_SCHEMA: Final = (
+_EVENTS: Final = (
     """CREATE TABLE modelwire_events (
         session_id TEXT NOT NULL,
         seq INTEGER NOT NULL CHECK (seq >= 0),
         type TEXT NOT NULL,
         time INTEGER NOT NULL,
         data BLOB NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    ) WITHOUT ROWID""",
+        event_count INTEGER NOT NULL DEFAULT 1 CHECK (event_count >= 1),
+        UNIQUE (session_id, seq)
+    )""",
     "CREATE INDEX modelwire_events_by_type ON modelwire_events (session_id, type, seq)",
+)
+_MIGRATE_V1: Final = (
+    "ALTER TABLE modelwire_events RENAME TO modelwire_events_v1",
+    "DROP INDEX modelwire_events_by_type",
+    *_EVENTS,
+    "INSERT INTO modelwire_events (session_id, seq, type, time, data) "
+    "SELECT session_id, seq, type, time, data FROM modelwire_events_v1 ORDER BY session_id, seq",
+    "DROP TABLE modelwire_events_v1",
+)
+_SCHEMA: Final = (
+    *_EVENTS,
     """CREATE TABLE modelwire_sessions (
         session_id TEXT PRIMARY KEY,
         events INTEGER NOT NULL,
@@ -137,8 +162,11 @@ class SqliteFile:
         self._conn = conn
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            if not self._w_is_initialized_snapshot():
+            version = self._w_is_initialized_snapshot()
+            if version == 0:
                 self._w_initialize()
+            elif version != SCHEMA_VERSION:
+                self._w_migrate()
             mode = self._w_enable_wal()
             if str(mode).lower() != "wal":
                 raise HarnessError(
@@ -151,7 +179,7 @@ class SqliteFile:
                 raise self._corrupt(str(exc), exc) from exc
             raise self._storage_error(exc, "open the database") from exc
 
-    def _w_is_initialized_snapshot(self) -> bool:
+    def _w_is_initialized_snapshot(self) -> int:
         """`_w_is_initialized` inside one read transaction, so a concurrent initializer's commit is
         seen whole or not at all (never tables without their application_id)."""
         conn = self._db
@@ -162,8 +190,9 @@ class SqliteFile:
             # SQLite may have rolled back already (a full disk): never let that mask the cause
             self._w_rollback()
 
-    def _w_is_initialized(self) -> bool:
-        """True for a modelwire log; False for an empty database; `LOG_CORRUPT` for anything else."""
+    def _w_is_initialized(self) -> int:
+        """The schema version of a modelwire log (current or migratable); 0 for an empty
+        database; `LOG_CORRUPT` for anything else."""
         conn = self._db
         app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
         version = int(conn.execute("PRAGMA user_version").fetchone()[0])
@@ -174,21 +203,21 @@ class SqliteFile:
             )
         }
         if app_id == 0 and version == 0 and not tables:
-            return False
+            return 0
         if app_id != APPLICATION_ID:
             listed = ", ".join(sorted(tables)[:5]) or "none"
             raise self._corrupt(
                 f"application_id is {app_id:#x}, not modelwire's {APPLICATION_ID:#x} "
                 f"(tables: {listed})"
             )
-        if version != SCHEMA_VERSION:
+        if version != SCHEMA_VERSION and version not in MIGRATES_FROM:
             raise self._corrupt(
                 f"schema version {version} is not the supported version {SCHEMA_VERSION}"
             )
         missing = [name for name in _TABLES if name not in tables]
         if missing:
             raise self._corrupt(f"schema tables missing: {', '.join(missing)}")
-        return True
+        return version
 
     def _w_enable_wal(self) -> str:
         """Switch to WAL, retrying while another connection holds a lock: SQLite answers a
@@ -209,10 +238,26 @@ class SqliteFile:
         self._w_enable_wal()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if not self._w_is_initialized():  # another process may have won the race
+            if self._w_is_initialized() == 0:  # another process may have won the race
                 for statement in _SCHEMA:
                     conn.execute(statement)
                 conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _w_migrate(self) -> None:
+        """Bring an older modelwire schema to `SCHEMA_VERSION` in one write transaction (another
+        process may be doing the same: the version is read again under the write lock)."""
+        conn = self._db
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if self._w_is_initialized() == 1:
+                for statement in _MIGRATE_V1:
+                    conn.execute(statement)
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
