@@ -13,8 +13,12 @@ from typing import ClassVar, Literal, TypeAlias
 import msgspec
 
 from .errors import ErrorCode, HarnessError
+from .events_fallback import LlmFallback
+from .events_ratelimit import LlmRateLimitWait
+from .events_retry import LlmRetry, LlmRetryStarted
 from .vocab import CallConfig, LlmFailure, Message, StreamChunk, TokenUsage, ToolSchema
 from .vocab.options import AdapterDefaults
+from .vocab.pricing import ModelPricing
 
 __all__ = [
     "AbortCause",
@@ -50,7 +54,7 @@ __all__ = [
 ]
 
 
-class Event(msgspec.Struct, frozen=True):
+class Event(msgspec.Struct, frozen=True, gc=False):  # no cycles: see session/chunkrun.py
     """One durable log entry: contiguous `seq` from 0 per session, `type`, epoch-ms `time`, typed `data`."""
 
     seq: int
@@ -181,17 +185,19 @@ class RequestHeader(msgspec.Struct, frozen=True):
 
 
 class RequestContext(msgspec.Struct, frozen=True, omit_defaults=True):
-    """`request/context`: route capacity; logged when provider, model or window changes."""
+    """`request/context`: route capacity and list prices (`pricing`, None: unknown), logged when
+    provider, model, window or prices change, so cost is derivable from the log alone."""
 
     provider: str
     model: str
     context_window: int | None = None
+    pricing: ModelPricing | None = None
 
 
 # ---- model output ----------------------------------------------------------------------------
 
 
-class AssistantChunk(msgspec.Struct, frozen=True):
+class AssistantChunk(msgspec.Struct, frozen=True, gc=False):  # as the chunk: never a cycle
     """`assistant/chunk`: one raw stream chunk of attempt `attempt` (from 1) of a step."""
 
     turn: int
@@ -243,33 +249,6 @@ class OutputCorrection(msgspec.Struct, frozen=True):
     step: int
     correction: int
     problem: str
-
-
-# ---- retry plugin ----------------------------------------------------------------------------
-
-
-class LlmRetry(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
-    """`llm/retry`: a retry was decided (appended before the wait); always mode omits `max_retries`."""
-
-    retry_id: str
-    turn: int
-    step: int
-    provider: str
-    policy_key: str
-    mode: Literal["normal", "always"]
-    failure: LlmFailure
-    retry: int
-    max_retries: int | None = None
-    delay_ms: float
-
-
-class LlmRetryStarted(msgspec.Struct, frozen=True, kw_only=True):
-    """`llm/retry-started`: the wait of retry `retry` completed and the attempt starts."""
-
-    retry_id: str
-    turn: int
-    step: int
-    retry: int
 
 
 # ---- registry and codec ----------------------------------------------------------------------
@@ -388,6 +367,8 @@ for _name, _struct in (
     ("tool/result", ToolResultRecord),
     ("llm/retry", LlmRetry),
     ("llm/retry-started", LlmRetryStarted),
+    ("llm/fallback", LlmFallback),
+    ("llm/rate-limit-wait", LlmRateLimitWait),
     ("output/correction", OutputCorrection),
 ):
     register_event_type(_name, _struct)

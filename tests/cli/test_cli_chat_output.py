@@ -82,7 +82,8 @@ async def test_json_prints_one_object_and_nothing_else(tmp_path: Path) -> None:
     assert document["session_id"].startswith("chat-") and document["turn"] == 1
     assert (document["route"], document["model"]) == ("deepseek", "deepseek-v4-flash")
     assert document["usage"]["input_tokens"] == 10 and document["usage"]["output_tokens"] == 4
-    assert document["cost"] is None  # no prices yet: never guessed
+    # deepseek-v4-flash: 10×0.14 + 4×0.28 = 1.4 + 1.12 = 2.52 USD per 1M → a decimal string
+    assert document["cost"] == "0.00000252"
     assert document["error"] is None
 
 

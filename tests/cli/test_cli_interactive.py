@@ -75,7 +75,8 @@ async def test_slash_commands_never_reach_the_model(tmp_path: Path) -> None:
             cli.send(b"//etc/hosts is a path\r")
             at = await cli.prompt(await cli.until("oranges", after=at))
             cli.send(b"/usage\r")
-            await cli.until("cost: not known", after=at)
+            # three deepseek-v4-pro calls of 9 in, 5 out: 3 × (9×0.435 + 5×0.87) = 3 × 8.265
+            await cli.until("cost: $0.000024795", after=at)
             cli.send(b"/quit\r")
             assert await cli.exit_code() == 0
     first, retried, slashed = server.requests

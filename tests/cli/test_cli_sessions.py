@@ -50,7 +50,8 @@ def test_list_is_a_table_with_a_header_newest_first(logged: tuple[Path, str]) ->
     assert [row.split()[0] for row in rows] == ["gamma", "beta", "alpha"]
     gamma = rows[0]
     assert "deepseek/deepseek-v4-flash" in gamma and gamma.endswith("Plan a trip to Rome")
-    assert gamma.split()[4:6] == ["1", "10"]  # one turn, 7 + 3 tokens, no cost column value
+    assert gamma.split()[4:6] == ["1", "10"]  # one turn, 7 + 3 tokens
+    assert gamma.split()[6] == "$0.00000182"  # deepseek-v4-flash: 7×0.14 + 3×0.28 = 1.82 per 1M
     columns = {header.index(name) for name in ("MODEL", "PREVIEW")}
     for row in rows:  # ids never push the other columns out of line
         assert all(row[c - 1] == " " for c in columns)
@@ -70,7 +71,7 @@ def test_list_limit_search_and_json(logged: tuple[Path, str]) -> None:
     listed = json.loads(run("sessions", "list", "--log", db, "--json").out)
     assert [s["session_id"] for s in listed] == ["gamma", "beta", "alpha"]
     assert listed[0]["model"] == "deepseek-v4-flash" and listed[0]["turns"] == 1
-    assert listed[0]["tokens"] == 10 and listed[0]["cost"] is None
+    assert listed[0]["tokens"] == 10 and listed[0]["cost"] == "0.00000182"
     assert listed[0]["preview"] == "Plan a trip to Rome"
 
 

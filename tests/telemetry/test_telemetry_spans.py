@@ -1,231 +1,315 @@
-"""OpenTelemetry GenAI spans and metrics for model calls (the SDK's in-memory exporter and reader),
-over the DeepSeek adapter and the providers adapter talking to a real server on 127.0.0.1.
+"""OpenTelemetry GenAI spans and client metrics for model calls (the SDK's in-memory exporter and
+metric reader), over the DeepSeek adapter and the providers adapter talking to a real server on
+127.0.0.1 — recorded DeepSeek and Anthropic streams included.
 
-Rules pinned: one CLIENT span per model call named `chat <model>` with the GenAI attributes; a
-failed call (429) carries `error.type` = the failure code and status ERROR; a retried step gives
-one span per attempt; token usage and duration histograms are recorded; message content only
-when opted in; `import modelwire` does not import OpenTelemetry.
+Rules pinned: one CLIENT span per model call (`generate()` and `stream()` alike, never two for one
+call) named `chat <model>` with every GenAI attribute; a failed call (429) carries `error.type` =
+the failure code and status ERROR; a retried step gives one span per attempt, numbered; token
+usage and duration histograms carry the route and model; message content only when opted in;
+no credential on any span; a consumer closing the stream early is a failure only before the
+finish; disposing (or instrumenting twice) behaves; `import modelwire` and
+`import modelwire.telemetry` never import OpenTelemetry, and without it `instrument` is a no-op.
 """
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-from typing import Any
 
 import pytest
-from aiohttp import web
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from otel_helpers import (
+    Otel,
+    Server,
+    assert_no_secret,
+    attrs,
+    deepseek_runtime,
+    fixture,
+    parent_of,
+    providers_runtime,
+    span_id,
+)
 
 import modelwire as mw
-from modelwire.adapters.deepseek import DeepSeekAdapter
-from modelwire.adapters.providers import ProvidersAdapter
+from modelwire.agent import Agent
+from modelwire.retry import RetryPlugin
+from modelwire.session import SessionLog
 from modelwire.telemetry import instrument
 
-
-def _chat_body(text: str) -> bytes:
-    chunks = [
-        {
-            "id": "chatcmpl-1",
-            "model": "served-model",
-            "choices": [{"index": 0, "delta": {"content": text}}],
-        },
-        {
-            "id": "chatcmpl-1",
-            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-            "usage": {
-                "prompt_tokens": 12,
-                "completion_tokens": 3,
-                "prompt_tokens_details": {"cached_tokens": 4},
-                "prompt_cache_hit_tokens": 4,
-                "prompt_cache_miss_tokens": 8,
-            },
-        },
-    ]
-    return b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+DS_CACHED = "deepseek-chat/crush-ds4-pro-download-final-cached.sse"
+"""Recorded: 9,856 prompt tokens (9,127 cache reads), 14 completion tokens, finish `stop`."""
+ANTH_CACHE = "anthropic-messages/anth-code-exec-prompt-cache.sse"
+"""Recorded: 6 uncached + 6,289 cache-read + 3,337 cache-write prompt tokens, 198 output."""
 
 
-class Server:
-    """Answers each POST with the next scripted reply: an int status (error JSON) or SSE text."""
-
-    def __init__(self, replies: list[int | str]) -> None:
-        self.replies = replies
-        self.url = ""
-        self._runner: web.AppRunner | None = None
-
-    async def __aenter__(self) -> Server:
-        async def handle(request: web.Request) -> web.StreamResponse:
-            await request.read()
-            reply = self.replies.pop(0)
-            if isinstance(reply, int):
-                body = {"error": {"message": "slow down", "type": "rate_limit"}}
-                return web.json_response(body, status=reply, headers={"retry-after": "0"})
-            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-            await response.prepare(request)
-            await response.write(_chat_body(reply))
-            await response.write_eof()
-            return response
-
-        app = web.Application()
-        app.router.add_post("/{tail:.*}", handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._runner is not None
-        await self._runner.cleanup()
-
-
-@pytest.fixture
-def otel() -> tuple[TracerProvider, InMemorySpanExporter, MeterProvider, InMemoryMetricReader]:
-    exporter = InMemorySpanExporter()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    reader = InMemoryMetricReader()
-    return tracer_provider, exporter, MeterProvider(metric_readers=[reader]), reader
-
-
-def _deepseek(url: str) -> mw.LlmRuntime:
-    rt = mw.LlmRuntime()
-    rt.register_adapter(
-        ["deepseek"], DeepSeekAdapter(api_key="sk-test-key-000000", base_url=url, env={})
-    )
-    return rt
-
-
-def _ask(route: str = "deepseek", model: str = "deepseek-v4-flash") -> mw.GenerateOptions:
+def _ask(
+    route: str = "deepseek", model: str = "deepseek-v4-flash", **extra: object
+) -> mw.GenerateOptions:
     return mw.GenerateOptions(
-        route, model, (mw.user_message("hi"),), temperature=0.5, max_tokens=64
+        route,
+        model,
+        (mw.user_message("hi"),),
+        temperature=0.5,
+        max_tokens=64,
+        session_id="s-42",
+        **extra,  # type: ignore[arg-type]
     )
 
 
-async def test_a_successful_call_is_one_client_span_with_the_genai_attributes(otel: Any) -> None:
-    tracer_provider, exporter, meter_provider, reader = otel
-    async with Server(["hello"]) as server:
-        rt = _deepseek(server.url)
-        instrument(rt, tracer_provider=tracer_provider, meter_provider=meter_provider)
-        result = await rt.generate(_ask())
+async def _stream(rt: mw.LlmRuntime, options: mw.GenerateOptions) -> list[mw.StreamChunk]:
+    async with rt.stream(options) as stream:
+        return [chunk async for chunk in stream]
+
+
+async def test_a_generate_call_is_one_client_span_with_every_genai_attribute(otel: Otel) -> None:
+    async with Server([fixture(DS_CACHED)]) as server:
+        rt = deepseek_runtime(server.url)
+        instrument(rt, **otel.kwargs())
+        result = await rt.generate(_ask(stop=("END",)))
     assert result.finish == mw.Stop()
-    (span,) = exporter.get_finished_spans()
+    (span,) = otel.spans()  # the generate() call's own stream is not a second span
     assert span.name == "chat deepseek-v4-flash"
     assert span.kind is SpanKind.CLIENT
-    attrs = dict(span.attributes or {})
-    assert attrs["gen_ai.operation.name"] == "chat"
-    assert attrs["gen_ai.provider.name"] == "deepseek"
-    assert attrs["gen_ai.request.model"] == "deepseek-v4-flash"
-    assert attrs["gen_ai.request.temperature"] == 0.5
-    assert attrs["gen_ai.request.max_tokens"] == 64
-    assert attrs["gen_ai.response.finish_reasons"] == ("stop",)
-    assert attrs["gen_ai.usage.input_tokens"] == 12
-    assert attrs["gen_ai.usage.output_tokens"] == 3
-    assert attrs["gen_ai.usage.cache_read.input_tokens"] == 4
-    assert "error.type" not in attrs
-    assert "gen_ai.input.messages" not in attrs  # content only when opted in
-    assert span.status.status_code is not StatusCode.ERROR
-    metrics = _metrics(reader)
-    assert sorted(metrics["gen_ai.client.token.usage"]) == [("input", 12), ("output", 3)]
-    assert metrics["gen_ai.client.operation.duration"] == [("chat", 1)]
+    assert span.parent is None
+    assert attrs(span) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "deepseek",
+        "gen_ai.request.model": "deepseek-v4-flash",
+        "gen_ai.request.temperature": 0.5,
+        "gen_ai.request.max_tokens": 64,
+        "gen_ai.request.stop_sequences": ("END",),
+        "gen_ai.conversation.id": "s-42",
+        "gen_ai.response.finish_reasons": ("stop",),
+        "gen_ai.usage.input_tokens": 9856,  # 729 uncached + 9,127 cache reads
+        "gen_ai.usage.output_tokens": 14,
+        "gen_ai.usage.cache_read.input_tokens": 9127,
+    }  # content absent by default; the DeepSeek adapter does not surface the response id/model
+    assert span.status.status_code is StatusCode.UNSET
+    base = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "deepseek",
+        "gen_ai.request.model": "deepseek-v4-flash",
+    }
+    assert sorted(otel.points("gen_ai.client.token.usage"), key=str) == sorted(
+        [
+            ({**base, "gen_ai.token.type": "input"}, 9856),
+            ({**base, "gen_ai.token.type": "output"}, 14),
+        ],
+        key=str,
+    )
+    ((duration_attrs, seconds),) = otel.points("gen_ai.client.operation.duration")
+    assert duration_attrs == base and seconds >= 0
 
 
-def _metrics(reader: InMemoryMetricReader) -> dict[str, list[tuple[str, int]]]:
-    out: dict[str, list[tuple[str, int]]] = {}
-    data = reader.get_metrics_data()
-    assert data is not None
-    for resource in data.resource_metrics:
-        for scope in resource.scope_metrics:
-            for metric in scope.metrics:
-                for point in metric.data.data_points:  # type: ignore[attr-defined]
-                    attrs = dict(point.attributes or {})
-                    key = str(attrs.get("gen_ai.token.type", attrs.get("gen_ai.operation.name")))
-                    value = int(point.sum) if metric.name.endswith("token.usage") else point.count
-                    out.setdefault(metric.name, []).append((key, value))
-    return out
+async def test_a_streamed_call_carries_the_same_attributes_as_a_generated_one(otel: Otel) -> None:
+    async with Server([fixture(DS_CACHED), fixture(DS_CACHED)]) as server:
+        rt = deepseek_runtime(server.url)
+        instrument(rt, **otel.kwargs())
+        await rt.generate(_ask(stop=("END",)))
+        chunks = await _stream(rt, _ask(stop=("END",)))
+    assert isinstance(chunks[-1], mw.Finish)
+    generated, streamed = otel.spans()
+    assert attrs(streamed) == attrs(generated)
+    assert streamed.kind is SpanKind.CLIENT and streamed.name == generated.name
+    tokens = otel.points("gen_ai.client.token.usage")
+    assert sorted(value for _, value in tokens) == [28, 19712]  # two calls, one point per type
 
 
-async def test_a_429_is_a_span_with_error_type_the_failure_code(otel: Any) -> None:
-    tracer_provider, exporter, meter_provider, _ = otel
-    async with Server([429]) as server:
-        rt = _deepseek(server.url)
-        instrument(rt, tracer_provider=tracer_provider, meter_provider=meter_provider)
-        result = await rt.generate(_ask())
-    assert isinstance(result.finish, mw.Error)
-    (span,) = exporter.get_finished_spans()
-    attrs = dict(span.attributes or {})
-    assert attrs["error.type"] == "RATE_LIMIT"
-    assert attrs["gen_ai.response.finish_reasons"] == ("error",)
-    assert span.status.status_code is StatusCode.ERROR
+@pytest.mark.parametrize("adapter", ["deepseek", "providers"])
+async def test_a_429_is_a_span_with_error_type_the_failure_code(otel: Otel, adapter: str) -> None:
+    async with Server([429, 429]) as server:
+        if adapter == "deepseek":
+            rt, options = deepseek_runtime(server.url), _ask()
+        else:
+            rt, options = providers_runtime(server.url), _ask("gw", "m")
+        instrument(rt, **otel.kwargs())
+        result = await rt.generate(options)
+        chunks = await _stream(rt, options)
+    assert isinstance(result.finish, mw.Error) and isinstance(chunks[-1], mw.Finish)
+    for span in otel.spans():
+        a = attrs(span)
+        assert a["error.type"] == "RATE_LIMIT"
+        assert a["gen_ai.response.finish_reasons"] == ("error",)
+        assert a["gen_ai.provider.name"] == options.provider
+        assert a["gen_ai.request.model"] == options.model
+        assert "gen_ai.usage.input_tokens" not in a
+        assert span.status.status_code is StatusCode.ERROR
+        assert span.status.description == "RATE_LIMIT"  # the code, never the provider's text
+    assert len(otel.spans()) == 2
+    assert otel.points("gen_ai.client.token.usage") == []  # nothing billed, nothing recorded
+    ((duration_attrs, _),) = otel.points("gen_ai.client.operation.duration")
+    assert duration_attrs["error.type"] == "RATE_LIMIT"
+    assert_no_secret(otel.spans())
 
 
-async def test_a_retried_step_gives_one_span_per_attempt(otel: Any) -> None:
-    from modelwire.agent import Agent
-    from modelwire.retry import RetryPlugin
-    from modelwire.session import open_log
-
-    tracer_provider, exporter, meter_provider, _ = otel
+@pytest.mark.parametrize("adapter", ["deepseek", "providers"])
+async def test_a_retried_step_gives_one_span_per_attempt_numbered(
+    otel: Otel, log: SessionLog, adapter: str
+) -> None:
     slept: list[float] = []
 
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
     async with Server([429, "recovered"]) as server:
-        rt = _deepseek(server.url)
-        instrument(rt, tracer_provider=tracer_provider, meter_provider=meter_provider)
-        log = await open_log("memory:")
-        agent = Agent(rt, log, "deepseek", "deepseek-v4-flash", plugins=[RetryPlugin(sleep=sleep)])
+        if adapter == "deepseek":
+            rt, route, model = deepseek_runtime(server.url), "deepseek", "deepseek-v4-flash"
+        else:
+            rt, route, model = providers_runtime(server.url), "gw", "m"
+        agent = Agent(rt, log, route, model, plugins=[RetryPlugin(sleep=sleep)])
+        instrument(agent, **otel.kwargs())
         result = await agent.run_turn("s1", "hi")
     assert result.reason.kind == "completed" and slept
-    first, second = exporter.get_finished_spans()
-    assert dict(first.attributes or {})["error.type"] == "RATE_LIMIT"
-    assert "error.type" not in dict(second.attributes or {})
-    assert dict(second.attributes or {})["gen_ai.conversation.id"] == "s1"
+    (turn,) = otel.named("invoke_agent")
+    first, second = otel.named("chat ")
+    assert attrs(first)["error.type"] == "RATE_LIMIT"
+    assert first.status.status_code is StatusCode.ERROR
+    assert "error.type" not in attrs(second)
+    for span, attempt in ((first, 1), (second, 2)):
+        a = attrs(span)
+        assert a["gen_ai.conversation.id"] == "s1"
+        assert (a["modelwire.turn"], a["modelwire.step"], a["modelwire.attempt"]) == (1, 1, attempt)
+        assert a["gen_ai.provider.name"] == route and a["gen_ai.request.model"] == model
+        assert parent_of(span) == span_id(turn)
+    assert attrs(second)["gen_ai.usage.input_tokens"] == 12
+    assert attrs(second)["gen_ai.response.finish_reasons"] == ("stop",)
+    assert attrs(turn)["gen_ai.usage.input_tokens"] == 12  # the failed attempt billed nothing
 
 
-async def test_the_providers_adapter_call_names_the_response_id_and_model(otel: Any) -> None:
-    tracer_provider, exporter, meter_provider, _ = otel
+async def test_the_providers_adapter_names_the_response_id_and_model(otel: Otel) -> None:
     async with Server(["hi there"]) as server:
-        profile = {
-            "api": "openai-completions",
-            "base_url": server.url + "/v1",
-            "api_key_env": "GW_KEY",
-            "models": [{"id": "m"}],
-        }
-        adapter = ProvidersAdapter.from_config({"providers": {"gw": profile}}, env={"GW_KEY": "k"})
-        rt = mw.LlmRuntime()
-        adapter.register(rt)
-        instrument(
-            rt, tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=True
-        )
+        rt = providers_runtime(server.url)
+        instrument(rt, **otel.kwargs())
         await rt.generate(_ask("gw", "m"))
-    (span,) = exporter.get_finished_spans()
-    attrs = dict(span.attributes or {})
-    assert attrs["gen_ai.response.id"] == "chatcmpl-1"
-    assert attrs["gen_ai.response.model"] == "served-model"
-    assert attrs["gen_ai.output.messages"] == "hi there"
-    assert "hi" in str(attrs["gen_ai.input.messages"])
+    (span,) = otel.spans()
+    a = attrs(span)
+    assert a["gen_ai.response.id"] == "chatcmpl-1"
+    assert a["gen_ai.response.model"] == "served-model"
+    assert a["gen_ai.usage.input_tokens"] == 12
+    assert a["gen_ai.usage.output_tokens"] == 3
+    assert a["gen_ai.usage.cache_read.input_tokens"] == 4
+    for point, _ in otel.points("gen_ai.client.token.usage"):
+        assert point["gen_ai.response.model"] == "served-model"
+        assert point["gen_ai.provider.name"] == "gw" and point["gen_ai.request.model"] == "m"
 
 
-async def test_disposing_the_instrumentation_stops_the_spans(otel: Any) -> None:
-    tracer_provider, exporter, meter_provider, _ = otel
-    async with Server(["one", "two"]) as server:
-        rt = _deepseek(server.url)
-        dispose = instrument(rt, tracer_provider=tracer_provider, meter_provider=meter_provider)
+async def test_an_anthropic_cache_stream_records_cache_reads_and_writes(otel: Otel) -> None:
+    async with Server([fixture(ANTH_CACHE)]) as server:
+        rt = providers_runtime(server.url, "anthropic-messages", "claude-test")
+        instrument(rt, **otel.kwargs())
+        result = await rt.generate(_ask("gw", "claude-test"))
+    assert result.finish == mw.Stop()
+    (span,) = otel.spans()
+    a = attrs(span)
+    assert a["gen_ai.usage.input_tokens"] == 6 + 6289 + 3337
+    assert a["gen_ai.usage.cache_read.input_tokens"] == 6289
+    assert a["gen_ai.usage.cache_creation.input_tokens"] == 3337
+    assert a["gen_ai.usage.output_tokens"] == 198
+    assert a["gen_ai.response.id"] == "msg_011CdYfpjpVtBoXyXCQD1tQP"
+    assert a["gen_ai.response.model"] == "claude-sonnet-5"
+    assert a["gen_ai.response.finish_reasons"] == ("stop",)
+    inputs = [
+        v for p, v in otel.points("gen_ai.client.token.usage") if p["gen_ai.token.type"] == "input"
+    ]
+    assert inputs == [9632]
+
+
+CONTENT = ("gen_ai.input.messages", "gen_ai.system_instructions", "gen_ai.output.messages")
+
+
+@pytest.mark.parametrize("capture", [False, True])
+async def test_content_is_recorded_only_when_opted_in(otel: Otel, capture: bool) -> None:
+    async with Server(["the answer", "the answer"]) as server:
+        rt = providers_runtime(server.url)
+        instrument(rt, capture_content=capture, **otel.kwargs())
+        await rt.generate(_ask("gw", "m", system="be brief"))
+        await _stream(rt, _ask("gw", "m", system="be brief"))
+    for span in otel.spans():
+        a = attrs(span)
+        if not capture:
+            assert not [name for name in CONTENT if name in a]
+            continue
+        assert a["gen_ai.output.messages"] == "the answer"
+        assert a["gen_ai.system_instructions"] == "be brief"
+        assert '"hi"' in a["gen_ai.input.messages"]
+    assert_no_secret(otel.spans())
+
+
+async def test_a_consumer_closing_early_is_aborted_only_before_the_finish(otel: Otel) -> None:
+    async with Server(["done", "cut"]) as server:
+        rt = deepseek_runtime(server.url)
+        instrument(rt, **otel.kwargs())
+        blocks = [b async for b in rt.stream_blocks(_ask())]  # stops at the finish
+        async with rt.stream(_ask()) as stream:
+            async for _ in stream:
+                break  # the first chunk only
+    assert blocks == [mw.TextBlock("done")]
+    finished, cut = otel.spans()
+    assert "error.type" not in attrs(finished)
+    assert attrs(cut)["error.type"] == "ABORTED"
+    assert cut.status.status_code is StatusCode.ERROR
+
+
+async def test_disposing_the_instrumentation_stops_spans_and_metrics(otel: Otel) -> None:
+    async with Server(["one", "two", "three"]) as server:
+        rt = deepseek_runtime(server.url)
+        dispose = instrument(rt, **otel.kwargs())
         await rt.generate(_ask())
         dispose()
+        dispose()  # idempotent
         await rt.generate(_ask())
-    assert len(exporter.get_finished_spans()) == 1
+        await _stream(rt, _ask())
+    assert len(otel.spans()) == 1
+    assert len(otel.points("gen_ai.client.operation.duration")) == 1
+
+
+async def test_instrumenting_a_runtime_twice_does_not_double_its_spans(otel: Otel) -> None:
+    async with Server(["one", "two"]) as server:
+        rt = deepseek_runtime(server.url)
+        instrument(rt, **otel.kwargs())
+        second = instrument(rt, **otel.kwargs())
+        await rt.generate(_ask())
+        second()  # the no-op disposer of the second call leaves the first in place
+        await rt.generate(_ask())
+    assert len(otel.spans()) == 2
+
+
+def test_instrument_refuses_what_is_neither_a_runtime_nor_an_agent() -> None:
+    with pytest.raises(mw.HarnessError) as caught:
+        instrument(object())  # type: ignore[arg-type]
+    assert caught.value.code == "INVALID_ARGS" and "object" in caught.value.message
+
+
+def _run(probe: str) -> str:
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return out.stdout.strip()
 
 
 def test_import_modelwire_does_not_import_opentelemetry() -> None:
-    probe = "import sys, modelwire, modelwire.telemetry; print(any(m.startswith('opentelemetry') for m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    probe = (
+        "import sys, modelwire, modelwire.telemetry, modelwire.agent\n"
+        "from modelwire.telemetry import instrument, instrument_agent\n"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
+    )
+    assert _run(probe) == "[]"
+
+
+def test_without_opentelemetry_instrument_is_a_no_op() -> None:
+    probe = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'opentelemetry':\n"
+        "            raise ImportError('blocked: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import modelwire as mw\n"
+        "from modelwire.agent import Agent\n"
+        "from modelwire.session import MemoryLog\n"
+        "from modelwire.telemetry import instrument, instrument_agent\n"
+        "rt = mw.LlmRuntime()\n"
+        "agent = Agent(rt, MemoryLog(), 'p', 'm')\n"
+        "for dispose in (instrument(rt), instrument(agent), instrument_agent(agent)):\n"
+        "    dispose()\n"
+        "print(len(rt._stream_chain.items), len(agent.hooks.on_turn), len(agent.hooks.on_tool))"
+    )
+    assert _run(probe) == "0 0 0"

@@ -1,7 +1,8 @@
 """One attempt's stream into the log: every chunk verbatim, folded into a fresh assembler.
 
 On cancellation the interrupted prefix is committed as an `interrupted` assistant message citing
-exactly the logged chunks (spec F6), then the cancellation goes on.
+exactly the logged chunks (spec F6), then the cancellation goes on. A client-side rate-limit wait
+of the attempt's call (`runtime.ratewait`) is logged as `llm/rate-limit-wait` when it starts.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from ..assembler import BlockAssembler
+from ..events_ratelimit import LlmRateLimitWait, RateLimitNotice
+from ..runtime.ratewait import listen_for_rate_limit_waits
 from ..session.events import AssistantChunk, AssistantMessage
 from ..session.log import SessionLog
 from ..vocab import ModelSource, StreamChunk, assistant_message
@@ -30,24 +33,60 @@ async def consume(
     source: ModelSource,
 ) -> tuple[BlockAssembler, tuple[int, ...]]:
     """Log and fold every chunk of `stream`; the assembler and the seqs of the logged chunks."""
+
+    async def waits(notice: RateLimitNotice) -> None:
+        wait = LlmRateLimitWait(
+            turn=turn,
+            step=step,
+            attempt=attempt,
+            provider=notice.route,
+            reason=notice.reason,
+            wait_ms=notice.wait_ms,
+            detail=notice.detail,
+        )
+        await log.append(sid, wait)
+
+    with listen_for_rate_limit_waits(waits):
+        return await _consume(
+            log, sid, signal, stream, turn=turn, step=step, attempt=attempt, source=source
+        )
+
+
+async def _consume(
+    log: SessionLog,
+    sid: str,
+    signal: TurnSignal,
+    stream: AsyncIterator[StreamChunk],
+    *,
+    turn: int,
+    step: int,
+    attempt: int,
+    source: ModelSource,
+) -> tuple[BlockAssembler, tuple[int, ...]]:
     assembler = BlockAssembler()
     seqs: list[int] = []
     iterator = aiter(stream)
+    # One writer per attempt: a chunk is validated, given its seq and buffered without a wait
+    # whenever the log can take it so (`push`); otherwise it is appended the ordinary way.
+    writer = log.chunk_writer(sid, turn, step, attempt)
+    push, fold, logged = writer.push, assembler.push, seqs.append
     try:
         async for chunk in iterator:
             if signal.cancelled:  # the signal check precedes the append (spec F6)
                 raise cancellation()
-            data = AssistantChunk(turn, step, attempt, chunk)
-            try:
-                event = await log.append(sid, data)
-            except asyncio.CancelledError:
-                # The append may still land (backends finish a started write): adopt it so the
-                # interrupted message cites exactly the logged chunks.
-                if await _landed(log, sid, data, seqs):
-                    assembler.push(chunk)
-                raise
-            seqs.append(event.seq)
-            assembler.push(chunk)
+            seq = push(chunk)
+            if seq < 0:
+                data = writer.data(chunk)
+                try:
+                    seq = (await log.append(sid, data)).seq
+                except asyncio.CancelledError:
+                    # The append may still land (backends finish a started write): adopt it so
+                    # the interrupted message cites exactly the logged chunks.
+                    if await _landed(log, sid, data, seqs):
+                        fold(chunk)
+                    raise
+            logged(seq)
+            fold(chunk)
         if signal.cancelled:
             raise cancellation()
     except (asyncio.CancelledError, TurnCancelled):

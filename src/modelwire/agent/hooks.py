@@ -12,20 +12,23 @@ which nobody decides gives up. `GiveUp()` stops the chain: the later listeners a
 `call_next()` runs the rest of the chain at most once (a second call returns the first call's
 answer) and answers `Retry()` if it decided to retry, else None — so listeners written before
 `GiveUp` existed (`return None`, `if await call_next() is None`) keep working unchanged.
+
+`on_turn` and `on_tool` are `Wrappers`: observers around a turn's Steps and one tool call (e.g.
+tracing); a wrapper sees the work's result or exception through `call_next()`, never changes it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Generic, Literal, Protocol, TypeAlias, TypeVar
 
 import msgspec
 
 from ..policy import RetryPolicy
-from ..session.events import AbortCause
+from ..session.events import AbortCause, TurnEndReason
 from ..session.log import SessionLog
-from ..vocab import CallConfig, LlmFailure, Message
+from ..vocab import CallConfig, LlmFailure, Message, ToolCallBlock
 from .cancel import AbortKind, TurnSignal
 from .inputs import UserInput
 
@@ -44,13 +47,19 @@ __all__ = [
     "RequestErrorWaterfall",
     "RequestHookContext",
     "Retry",
+    "ToolEnd",
+    "ToolHookContext",
+    "ToolWrappers",
+    "TurnHookContext",
     "TurnSignal",
     "Waterfall",
+    "Wrappers",
 ]
 
 P = TypeVar("P")
 R = TypeVar("R")
 L = TypeVar("L")
+T = TypeVar("T")
 
 
 class Retry(msgspec.Struct, frozen=True):
@@ -100,7 +109,8 @@ class AgentLike(Protocol):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RequestHookContext:
-    """Payload of `on_request`: the step being requested and the seed call config (the default)."""
+    """Payload of `on_request`: the step being requested and the seed call config (the default);
+    `turn_target` is the turn's configured (route, model), which `config` may have moved off."""
 
     agent: AgentLike
     session_id: str
@@ -109,6 +119,7 @@ class RequestHookContext:
     attempt: int
     config: CallConfig
     signal: TurnSignal
+    turn_target: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -151,6 +162,47 @@ class ErrorContext:
     step: int
     failure: LlmFailure
     error: BaseException
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnHookContext:
+    """Payload of `on_turn`: the turn whose Steps are about to run (new or resumed)."""
+
+    agent: AgentLike
+    session_id: str
+    turn: int
+    signal: TurnSignal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolHookContext:
+    """Payload of `on_tool`: one tool call of a step, about to run in its own task."""
+
+    agent: AgentLike
+    session_id: str
+    turn: int
+    step: int
+    call: ToolCallBlock
+    signal: TurnSignal
+
+
+class ToolEnd(Protocol):
+    """What an `on_tool` wrapper sees of a finished call (`ToolOutcome` is one)."""
+
+    @property
+    def message(self) -> Message:
+        """The tool-result message."""
+        ...
+
+    @property
+    def is_error(self) -> bool:
+        """Whether the call failed."""
+        ...
+
+    @property
+    def error_code(self) -> str | None:
+        """The failure's stable code (`TOOL_FAILED`, `TOOL_TIMEOUT`, ...), None on success."""
+        ...
 
 
 Listener: TypeAlias = Callable[[P, Callable[[], Awaitable[R]]], Awaitable[R]]
@@ -205,6 +257,75 @@ class Waterfall(_Chain[Listener[P, R]], Generic[P, R]):
         return await call(0)
 
 
+Wrapper: TypeAlias = Callable[[P, Callable[[], Awaitable[R]]], Awaitable[object]]
+"""A wrapper: `async (payload, call_next) -> ignored`; `call_next()` returns the work's result."""
+
+
+class _Once(Generic[T]):
+    """The rest of a wrapper chain, run at most once (later calls: the same result or error)."""
+
+    __slots__ = ("_done", "_error", "_result", "_run")
+
+    def __init__(self, run: Callable[[], Awaitable[T]]) -> None:
+        self._run = run
+        self._done = False
+        self._result: T | None = None
+        self._error: BaseException | None = None
+
+    async def __call__(self) -> T:
+        if not self._done:
+            self._done = True
+            try:
+                self._result = await self._run()
+            except BaseException as exc:
+                self._error = exc
+        if self._error is not None:
+            raise self._error
+        return self._result  # type: ignore[return-value]  # set by the run above
+
+
+async def _wrapped(
+    wrappers: Sequence[Wrapper[P, T]], payload: P, work: Callable[[], Awaitable[T]]
+) -> T:
+    async def call(index: int) -> T:
+        if index == len(wrappers):
+            return await work()
+        rest = _Once(lambda: call(index + 1))
+        await wrappers[index](payload, rest)
+        return await rest()  # the rest runs even if the wrapper never called it
+
+    return await call(0)
+
+
+class Wrappers(_Chain[Wrapper[P, R]], Generic[P, R]):
+    """Observers around a piece of work, in registration order (the first is outermost).
+
+    Each wrapper's `call_next()` runs the later wrappers and then the work, at most once (a
+    second call gives the same answer). The work's result — or its exception — is what `run`
+    gives whatever a wrapper returns or swallows; a wrapper that never calls `call_next()` still
+    has the rest run after it returns. An exception a wrapper raises itself propagates.
+    """
+
+    async def run(self, payload: P, work: Callable[[], Awaitable[R]]) -> R:
+        """Run `work` inside a snapshot of the current wrappers; its result."""
+        if not self._listeners:
+            return await work()
+        return await _wrapped(tuple(self._listeners), payload, work)
+
+
+E = TypeVar("E", bound=ToolEnd)
+
+
+class ToolWrappers(_Chain[Wrapper[ToolHookContext, ToolEnd]]):
+    """The `agent/tool` wrappers (`Wrappers` over one tool call; wrappers see a `ToolEnd`)."""
+
+    async def run(self, payload: ToolHookContext, work: Callable[[], Awaitable[E]]) -> E:
+        """Run the call inside a snapshot of the current wrappers; its outcome."""
+        if not self._listeners:
+            return await work()
+        return await _wrapped(tuple(self._listeners), payload, work)
+
+
 class _Rest:
     """The rest of a request-error chain, as seen by the listener before it: run at most once."""
 
@@ -257,6 +378,8 @@ class AgentHooks:
     - `on_request_error`: decides `Retry()` or `GiveUp()` for a failed attempt (None from a
       listener: the later ones decide; nobody deciding gives up).
     - `on_error`: observers told when a turn ends in error (exceptions there are ignored).
+    - `on_turn` / `on_tool`: wrappers around a turn's Steps (its end reason, or what ended it
+      raised) and around one tool call in its own task (its outcome).
     """
 
     def __init__(self) -> None:
@@ -268,3 +391,5 @@ class AgentHooks:
         )
         self.on_request_error = RequestErrorWaterfall("agent/request-error")
         self.on_error: list[Callable[[ErrorContext], object]] = []
+        self.on_turn: Wrappers[TurnHookContext, TurnEndReason] = Wrappers("agent/turn")
+        self.on_tool = ToolWrappers("agent/tool")

@@ -1,8 +1,7 @@
 """The Turn frame of the agent loop: `Agent.run_turn` runs Steps until no tool calls remain.
 
 `Agent.resume_turn` runs the same frame over a turn a dead process left open (see `resume.py`).
-Each turn runs its Steps through one `StepRunner` (`step.py`), built when the turn starts with the
-agent's request seed frozen then.
+Each turn runs its Steps through one `StepRunner` (`step.py`), with the request seed frozen then.
 
 Every fact lands in the session log and the log — not this object — is the source of truth: a new
 `Agent` over an existing session continues turn numbering from it and rebuilds every request from
@@ -33,7 +32,7 @@ from ..session.events import (
 from ..session.log import SessionLog
 from ..vocab import Message, ToolSchema
 from .cancel import TurnCancelled, TurnSignal
-from .hooks import AgentHooks, ErrorContext
+from .hooks import AgentHooks, ErrorContext, TurnHookContext
 from .inputs import UserInput, as_user_message
 from .limits import UsageLimits, check_count, check_usage_limits
 from .options import check_max_tokens, check_ms, output_of, tool_map
@@ -352,7 +351,8 @@ class Agent(Generic[OutputT]):
                     usage_limits=self.usage_limits,
                     output_retries=self.output_retries,
                 )
-                reason = await steps.run(state)
+                opened = TurnHookContext(agent=self, session_id=sid, turn=turn, signal=signal)
+                reason = await self.hooks.on_turn.run(opened, lambda: steps.run(state))
             except Exception as exc:
                 failure = normalize_llm_failure(exc)
                 reason = TurnErrored(failure)

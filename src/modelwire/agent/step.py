@@ -76,6 +76,7 @@ class SessionState:
     session_id: str
     view: LogView = field(default_factory=LogView)
     requested: bool = False
+    context: RequestContext | None = None  # the latest `request/context` known to be logged
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,6 +305,17 @@ class StepRunner:
                 raise
             return None
 
+    async def _context_changed(self, session: SessionState, context: RequestContext) -> bool:
+        """Whether `context` differs from the latest logged one: the view folds all but the
+        prices, which are read back from the log once per session state, then remembered."""
+        if session.view.latest_context != (context.provider, context.model, context.context_window):
+            return True
+        if session.context != context:
+            latest = await self.log.latest(session.session_id, "request/context")
+            logged = None if latest is None else latest.data
+            session.context = logged if isinstance(logged, RequestContext) else None
+        return session.context != context
+
     async def _build_request(self, frame: StepFrame, attempt: int) -> _Request:
         """Seed config → `on_request` → `prepare_call` → header/context facts → request."""
         session = frame.session
@@ -319,6 +331,7 @@ class StepRunner:
                 attempt=attempt,
                 config=self.seed.config(view.latest_header, first_request=first),
                 signal=frame.signal,
+                turn_target=(self.seed.provider, self.seed.model),
             )
         )
         if not isinstance(config, CallConfig) or not config.provider or not config.model:
@@ -349,13 +362,12 @@ class StepRunner:
             )
         elif view.latest_header is None or not headers_equal(header, view.latest_header):
             facts.append(RequestHeader(header, "change"))
-        window = None
-        if prepared is not None and prepared.context is not None:
-            window = prepared.context.context_window
-        if view.latest_context != (resolved.provider, resolved.model, window):
-            facts.append(RequestContext(resolved.provider, resolved.model, window))
+        context = _context(resolved, prepared)
+        if await self._context_changed(session, context):
+            facts.append(context)
         if facts:
             await self.log.append_many(sid, facts)
+        session.context = context
         session.requested = True
         options = GenerateOptions(
             provider=resolved.provider,
@@ -372,3 +384,13 @@ class StepRunner:
             tool_choice=resolved.tool_choice,
         )
         return _Request(options, prepared, plan)
+
+
+def _context(config: CallConfig, prepared: PreparedCallLike | None) -> RequestContext:
+    """The `request/context` fact of a request: route, model, window and list prices."""
+    if prepared is None:
+        return RequestContext(config.provider, config.model)
+    window = None if prepared.context is None else prepared.context.context_window
+    info = getattr(prepared, "model_info", None)  # `PreparedCall` has it; a fake may not
+    pricing = info.pricing if isinstance(info, ResolvedModelInfo) else None
+    return RequestContext(config.provider, config.model, window, pricing)

@@ -5,7 +5,8 @@ most `limit` at a time, and each `tool/result` is appended as soon as it and eve
 are in, so the log always holds a prefix of the results in call order. Cancelling the turn
 (also from inside a tool, through its `RunContext.signal`) cancels the running calls and waits
 for them (no task outlives the step); calls left without a result are answered
-`TOOL_INTERRUPTED` by the next `run_turn` or `resume_turn`, as a sequential step's would be. A call of the final-answer tool is answered by validating its arguments.
+`TOOL_INTERRUPTED` by the next `run_turn` or `resume_turn`, as a sequential step's would be. A call of the final-answer tool is answered by validating its arguments. Every other call runs inside the
+agent's `on_tool` wrappers, in its own task.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ..session.log import SessionLog
 from ..vocab import ToolCallBlock, tool_result_message
 from .cancel import TurnSignal, cancellation
 from .context import RunContext
-from .hooks import AgentLike
+from .hooks import AgentLike, ToolHookContext
 from .output import FINAL_TOOL, Accepted, OutputSpec
 from .tools import Tool, ToolOutcome, run_tool_call
 from .wait import Sleep
@@ -81,7 +82,12 @@ class ToolRun:
                     tool=call.name,
                     signal=signal,
                 )
-                return await run_tool_call(call, self.tools, context, sleep=self.sleep)
+                hooked = ToolHookContext(
+                    agent=self.agent, session_id=sid, turn=turn, step=step, call=call, signal=signal
+                )
+                return await self.agent.hooks.on_tool.run(
+                    hooked, lambda: run_tool_call(call, self.tools, context, sleep=self.sleep)
+                )
 
         tasks = [asyncio.ensure_future(one(call)) for call in calls]
         for task in tasks:

@@ -29,7 +29,10 @@ def print_answer(answer: str) -> None:
 
 
 def outcome_json(outcome: TurnOutcome, chat: ChatSession) -> dict[str, object]:
-    """The `--json` object of one turn (`cost` stays null until the meter prices calls)."""
+    """The `--json` object of one turn; `cost` is the turn's cost in USD as a decimal string
+    (never a float), null when a price is unknown."""
+    from ..meter.cost import cost_text
+
     return {
         "session_id": chat.session_id,
         "turn": outcome.turn,
@@ -39,7 +42,7 @@ def outcome_json(outcome: TurnOutcome, chat: ChatSession) -> dict[str, object]:
         "reasoning": outcome.reasoning or None,
         "finish": outcome.kind,
         "usage": msgspec.to_builtins(outcome.usage) if outcome.usage is not None else None,
-        "cost": str(outcome.cost) if outcome.cost is not None else None,
+        "cost": cost_text(outcome.cost) if outcome.cost is not None else None,
         "error": _error(outcome),
         "cancelled": outcome.cause,
     }

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -35,13 +35,15 @@ from .errors import BAD_INPUT_CODES, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUP
 
 if TYPE_CHECKING:
     from ..agent import Agent, Tool, TurnResult
+    from ..events_ratelimit import RateLimitNotice
+    from ..meter import TokenMeter
     from ..runtime import LlmRuntime
     from ..session import SessionLog
     from ..vocab import LlmFailure, TokenUsage
     from .chatview import ChatView
     from .routes import RouteSet
 
-__all__ = ["ChatSession", "OutcomeKind", "TurnOutcome", "turn_cost"]
+__all__ = ["ChatSession", "OutcomeKind", "TurnOutcome"]
 
 OutcomeKind: TypeAlias = Literal["completed", "max-tokens", "error", "blocked", "cancelled"]
 
@@ -70,17 +72,6 @@ class TurnOutcome:
         if self.failure is not None and str(self.failure.code) in BAD_INPUT_CODES:
             return EXIT_BAD_INPUT
         return EXIT_FAILURE
-
-
-def turn_cost(report: object, turn: int) -> Decimal | None:
-    """The cost of `turn` when the meter prices calls (`calls_cost`), else None (never guessed)."""
-    costs = getattr(report, "calls_cost", None)
-    if not isinstance(costs, Mapping):
-        return None
-    values = [cost for (t, _s, _a), cost in costs.items() if t == turn]
-    if not values or not all(isinstance(v, Decimal) for v in values):
-        return None
-    return sum(values, Decimal(0))
 
 
 class ChatSession:
@@ -114,6 +105,7 @@ class ChatSession:
         self.runtime.use(view.middleware)
         self._registered: set[str] = set()
         self._agent: Agent | None = None
+        self._meter: TokenMeter | None = None  # caught up with the session after each turn
         self.last_prompt: str | None = None
 
     async def configure(
@@ -165,12 +157,25 @@ class ChatSession:
         """Continue the turn a dead process left open (`Agent.resume_turn`), cancellable alike."""
         return await self._run(lambda agent: agent.resume_turn(self.session_id))
 
+    async def _show_wait(self, notice: RateLimitNotice) -> None:
+        """One stderr line per client-side rate-limit wait of the turn's calls."""
+        from rich.text import Text
+
+        from .render import rate_limit_wait_line
+
+        line = rate_limit_wait_line(notice.route, notice.reason, notice.wait_ms, notice.detail)
+        with contextlib.suppress(OSError):  # stderr is gone: the turn still matters
+            self.view.console.print(Text(line, style="yellow"))
+
     async def _run(
         self, start: Callable[[Agent], Coroutine[object, object, TurnResult]]
     ) -> TurnOutcome:
+        from ..runtime.ratewait import listen_for_rate_limit_waits
+
         agent = await self._current()
         loop = asyncio.get_running_loop()
-        task = asyncio.ensure_future(start(agent))
+        with listen_for_rate_limit_waits(self._show_wait):  # the task copies the listener
+            task = asyncio.ensure_future(start(agent))
         cause: str | None = None
 
         def cancel(reason: str) -> None:
@@ -214,9 +219,13 @@ class ChatSession:
                 reason = data.reason
             elif isinstance(data, AssistantMessage) and data.turn == turn:
                 answer = message_answer(data.message)
-        report = TokenMeter.project(events)
-        usage = report.turns.get(turn) if turn is not None else None
-        cost = turn_cost(report, turn) if turn is not None else None
+        usage = cost = None
+        if turn is not None:  # the whole log: the prices in effect may predate this turn
+            if self._meter is None:
+                self._meter = TokenMeter()
+            await self._meter.catch_up(self.log, self.session_id)
+            report = self._meter.report()
+            usage, cost = report.turns.get(turn), report.turns_cost.get(turn)
         reasoning = "".join(self.view.reasoning_text)
         match reason:
             case TurnCompleted():

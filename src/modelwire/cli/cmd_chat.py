@@ -110,7 +110,8 @@ def chat(
         typer.Option(
             "--json",
             help="Print one JSON object: session_id, turn, route, model, answer, reasoning, "
-            "finish, usage, cost (null until prices are known), error, cancelled.",
+            "finish, usage, cost (USD as a decimal string; null when a price is unknown), error, "
+            "cancelled.",
         ),
     ] = False,
     config: ConfigOption = None,

@@ -48,7 +48,8 @@ def sessions_list(
     debug: DebugOption = False,
 ) -> None:
     """List sessions, newest first: id, route/model, started, turns, tokens, cost, and the first
-    message as a one-line preview. The cost column stays blank until prices are known."""
+    message as a one-line preview. Cost is in USD at the prices logged with each call; "—"
+    when a price is unknown."""
 
     async def go() -> int:
         from .sessions import list_sessions
@@ -102,7 +103,8 @@ def sessions_usage(
     json_out: JsonOption = False,
     debug: DebugOption = False,
 ) -> None:
-    """Token usage of session ID per provider call (turn.step.attempt) and in total."""
+    """Token usage and cost (USD) of session ID per provider call (turn.step.attempt) and in
+    total; a cost whose price is unknown shows "—" (null in JSON)."""
 
     async def go() -> int:
         from .sessions import show_usage

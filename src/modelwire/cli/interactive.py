@@ -73,16 +73,20 @@ async def _system(chat: ChatSession, arg: str, console: Console) -> bool:
 
 async def _usage(chat: ChatSession, arg: str, console: Console) -> bool:
     from ..meter import TokenMeter
+    from ..meter.cost import cost_text
     from .render import usage_table
 
     if not await chat.log.exists(chat.session_id):
         console.print(Text("no turns yet", style="dim"))
         return True
     report = TokenMeter.project(await chat.log.read(chat.session_id))
-    rows = [(f"turn {turn}", usage) for turn, usage in sorted(report.turns.items())]
-    console.print(usage_table(f"token usage of session {chat.session_id}", rows, report.total))
-    cost = getattr(report, "cost", None)
-    console.print(Text(f"cost: {cost}" if cost is not None else "cost: not known", style="dim"))
+    turns = sorted(report.turns.items())
+    rows = [(f"turn {turn}", usage) for turn, usage in turns]
+    costs = [report.turns_cost.get(turn) for turn, _ in turns]
+    title = f"token usage of session {chat.session_id}"
+    console.print(usage_table(title, rows, report.total, costs=costs, total_cost=report.cost))
+    cost = "not known" if report.cost is None else f"${cost_text(report.cost)}"
+    console.print(Text(f"cost: {cost}", style="dim"))
     return True
 
 

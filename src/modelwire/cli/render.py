@@ -2,13 +2,14 @@
 
 `ChunkPrinter` prints a model stream as it arrives (reasoning dim, text plain, each tool call once
 complete, failures in red). `event_line` turns one durable event into a one-line summary for
-`modelwire sessions show`. `usage_table` renders token usage per provider call.
+`modelwire sessions show`. `usage_table` renders token usage (and cost) per provider call.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
 from typing import assert_never
 
 import msgspec
@@ -16,6 +17,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ..events_ratelimit import LlmRateLimitWait
+from ..meter.cost import cost_text
 from ..session.events import (
     AssistantChunk,
     AssistantMessage,
@@ -73,6 +76,7 @@ __all__ = [
     "message_answer",
     "message_text",
     "print_table",
+    "rate_limit_wait_line",
     "turn_reason_text",
     "usage_table",
 ]
@@ -83,6 +87,16 @@ def failure_text(failure: LlmFailure) -> str:
     status = failure.status
     shown = status is not None and f"HTTP {status}" not in failure.message
     return f"{failure.code}{f' (HTTP {status})' if shown else ''}: {failure.message}"
+
+
+def rate_limit_wait_line(route: str, reason: str, wait_ms: float | None, detail: str) -> str:
+    """`waiting 2s for <route> rate limit (<reason>: <detail>)`: one client-side wait (without
+    a duration when it lasts until an earlier call of the route ends)."""
+    seconds = ""
+    if wait_ms is not None:
+        s = wait_ms / 1000
+        seconds = f"{s:.0f}s " if s >= 10 else f"{s:.3g}s "
+    return f"waiting {seconds}for {route} rate limit ({reason}: {detail})"
 
 
 class ChunkPrinter:
@@ -238,8 +252,9 @@ def _summary(data: msgspec.Struct) -> str:
         case RequestHeader(header=header, reason=why):
             tools = len(header.tools or ())
             return f"{header.config.provider}/{header.config.model} ({why}; {tools} tool(s))"
-        case RequestContext(provider=provider, model=model, context_window=window):
-            return f"{provider}/{model}" + (f" window {window}" if window else "")
+        case RequestContext(provider=provider, model=model, context_window=window, pricing=p):
+            prices = f" · USD/1M in {cost_text(p.input)} out {cost_text(p.output)}" if p else ""
+            return f"{provider}/{model}" + (f" window {window}" if window else "") + prices
         case AssistantChunk(turn=turn, step=step, attempt=attempt, chunk=chunk):
             return f"{turn}.{step} attempt {attempt}: {chunk.type}"
         case AssistantMessage() as m:
@@ -258,6 +273,9 @@ def _summary(data: msgspec.Struct) -> str:
             )
         case LlmRetryStarted(turn=turn, step=step, retry=retry):
             return f"{turn}.{step} retry {retry} started"
+        case LlmRateLimitWait() as w:
+            line = rate_limit_wait_line(w.provider, w.reason, w.wait_ms, w.detail)
+            return f"{w.turn}.{w.step} attempt {w.attempt}: {line}"
         case _:
             return msgspec.json.encode(data).decode()
 
@@ -271,6 +289,7 @@ _TYPE_STYLES: Mapping[str, str] = {
     "tool/result": "cyan",
     "llm/retry": "yellow",
     "llm/retry-started": "yellow",
+    "llm/rate-limit-wait": "yellow",
     "assistant/chunk": "dim",
 }
 
@@ -283,12 +302,24 @@ def event_line(event: Event) -> Text:
     )
 
 
-def usage_table(title: str, rows: Iterable[tuple[str, TokenUsage]], total: TokenUsage) -> Table:
-    """A table of usage rows (label, usage) with a total line; reasoning is a part of output."""
+def usage_table(
+    title: str,
+    rows: Iterable[tuple[str, TokenUsage]],
+    total: TokenUsage,
+    *,
+    costs: Sequence[Decimal | None] | None = None,
+    total_cost: Decimal | None = None,
+) -> Table:
+    """A table of usage rows (label, usage) with a total line; reasoning is a part of output.
+
+    With `costs` (one per row, in USD; None: price unknown) a `cost $` column shows them and
+    `total_cost`, an unknown one as "—"."""
     table = Table(title=title, title_justify="left", show_edge=False)
     table.add_column("call", no_wrap=True)
     for name in ("input", "cache read", "cache write", "output", "reasoning", "total"):
         table.add_column(name, justify="right")
+    if costs is not None:
+        table.add_column("cost $", justify="right")
 
     def cells(usage: TokenUsage) -> list[str]:
         return [
@@ -300,10 +331,14 @@ def usage_table(title: str, rows: Iterable[tuple[str, TokenUsage]], total: Token
             str(usage.total_tokens),
         ]
 
-    for label, usage in rows:
-        table.add_row(label, *cells(usage))
+    priced = costs is not None
+    for n, (label, usage) in enumerate(rows):
+        extra = [cost_text(costs[n])] if costs is not None else []
+        table.add_row(label, *cells(usage), *extra)
     table.add_section()
-    table.add_row("total", *cells(total), style="bold")
+    table.add_row(
+        "total", *cells(total), *([cost_text(total_cost)] if priced else []), style="bold"
+    )
     return table
 
 

@@ -254,12 +254,25 @@ async def list_providers(*, config_path: str | None, as_json: bool) -> int:
 
 
 async def list_models(route: str, *, config_path: str | None, as_json: bool) -> int:
-    """Print a route's models; an unconfigured catalog provider shows its catalog models."""
+    """Print a route's models with their list prices (USD per million tokens, per bucket, and
+    the input tiers; "—" / null when unknown); an unconfigured catalog provider shows its
+    catalog models."""
+    from ..meter.cost import cost_text
+    from ..vocab import ModelPricing
+
     routes = build_routes(load_config(config_path))
     rows: list[dict[str, object]]
+    prices: list[ModelPricing | None]
     note = ""
     if route in routes.routes:
-        infos = await routes.routes[route].adapter.list_models(route)
+        adapter = routes.routes[route].adapter
+        infos = await adapter.list_models(route)
+        prices = []
+        for m in infos:
+            try:
+                prices.append((await adapter.resolve_model(route, m.id)).pricing)
+            except HarnessError:  # listed but not resolvable (e.g. discovered): unknown price
+                prices.append(None)
         rows = [
             {
                 "id": m.id,
@@ -276,6 +289,7 @@ async def list_models(route: str, *, config_path: str | None, as_json: bool) -> 
         from ..adapters.providers.catalog import load_catalog
 
         provider = load_catalog().providers[route]
+        prices = [m.cost.pricing() if m.cost is not None else None for m in provider.models]
         rows = [
             {
                 "id": m.id,
@@ -289,19 +303,45 @@ async def list_models(route: str, *, config_path: str | None, as_json: bool) -> 
             f"{route} is in the installed catalog but not configured: add a [providers.{route}] "
             "section to your config file (see `modelwire providers`)"
         )
+    buckets = ("input", "output", "cache_read", "cache_write")
+    for row, pricing in zip(rows, prices, strict=True):  # decimals as strings, never floats
+        row["pricing"] = None
+        if pricing is not None:
+            row["pricing"] = {
+                **{b: cost_text(getattr(pricing, b)) for b in buckets},
+                "tiers": [
+                    {"input_tokens_above": t.input_tokens_above}
+                    | {b: cost_text(getattr(t, b)) for b in buckets}
+                    for t in pricing.tiers
+                ],
+            }
     if as_json:
         sys.stdout.write(msgspec.json.encode({"route": route, "models": rows}).decode() + "\n")
         return 0
-    table = Table(title=f"models of {route}", title_justify="left", show_edge=False)
-    for column in ("id", "name", "input", "default"):
+    title = f"models of {route} (prices in USD per 1M tokens)"
+    table = Table(title=title, title_justify="left", show_edge=False)
+    table.add_column("id", no_wrap=True)
+    for column in ("name", "input", "default"):
         table.add_column(column)
-    for row in rows:
+    for column in ("in", "out", "cache r", "cache w"):
+        table.add_column(column, justify="right", no_wrap=True)
+    tiers: list[str] = []
+    for row, pricing in zip(rows, prices, strict=True):
         inputs = row["input"]
         shown = ", ".join(str(i) for i in inputs) if isinstance(inputs, list) else ""
         mark = "default" if row["default"] else ""
-        table.add_row(escape(str(row["id"])), escape(str(row["name"])), escape(shown), mark)
-    console = Console(highlight=False, soft_wrap=True)
+        cells = [cost_text(getattr(pricing, b)) if pricing else "—" for b in buckets]
+        table.add_row(escape(str(row["id"])), escape(str(row["name"])), escape(shown), mark, *cells)
+        for t in pricing.tiers if pricing else ():
+            rates = " / ".join(cost_text(getattr(t, b)) for b in buckets)
+            tiers.append(f"{row['id']}: above {t.input_tokens_above:,} input tokens: {rates}")
+    wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200  # a pipe: no cut
+    console = Console(highlight=False, soft_wrap=True, width=wide)
     console.print(table)
+    if tiers:
+        console.print(Text("input tiers (USD per 1M: in / out / cache r / cache w):", "dim"))
+        for line in tiers:
+            console.print(Text(line, style="dim"))
     if note:
         console.print(Text(note, style="dim"))
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
 
 import msgspec
@@ -16,6 +17,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import HarnessError
+from ..meter.cost import cost_text
 from ..session import Event, SessionLog
 from .errors import fail
 from .logs import open_cli_log, shown_url
@@ -60,7 +62,7 @@ def _summary_json(s: SessionSummary) -> dict[str, object]:
         "model": s.model,
         "turns": s.turns,
         "tokens": s.tokens,
-        "cost": str(s.cost) if s.cost is not None else None,
+        "cost": _json_cost(s.cost),
         "preview": s.preview,
     }
 
@@ -98,7 +100,7 @@ async def list_sessions(
             local_time(s.info.first_time),
             str(s.turns),
             f"{s.tokens:,}",
-            f"${s.cost}" if s.cost is not None else "",
+            f"${cost_text(s.cost)}" if s.cost is not None else "—",
         ]
         for s in summaries
     ]
@@ -142,33 +144,46 @@ def event_json(event: Event) -> dict[str, object]:
 
 
 async def show_usage(session_id: str, *, log_option: str | None, as_json: bool) -> int:
-    """Token usage per provider call (turn, step, attempt) and in total, from `TokenMeter`."""
+    """Token usage and cost (USD, at the prices logged with each call) per provider call
+    (turn, step, attempt) and in total, from `TokenMeter`; an unknown cost is "—" (JSON null)."""
     from ..meter import TokenMeter
 
     async with open_cli_log(log_option, write=False) as (log, url):
         events = await read_session(log, session_id, url)
     report = TokenMeter.project(events)
     calls = sorted(report.calls.items())
-    cost = getattr(report, "cost", None)
     if as_json:
         print_json(
             {
                 "session_id": session_id,
                 "total": msgspec.to_builtins(report.total),
-                "cost": str(cost) if cost is not None else None,
+                "cost": _json_cost(report.cost),
                 "calls": [
-                    {"turn": t, "step": s, "attempt": a, "usage": msgspec.to_builtins(u)}
+                    {
+                        "turn": t,
+                        "step": s,
+                        "attempt": a,
+                        "usage": msgspec.to_builtins(u),
+                        "cost": _json_cost(report.call_cost(t, s, a)),
+                    }
                     for (t, s, a), u in calls
                 ],
             }
         )
         return 0
     rows = [(f"{t}.{s}.{a}", usage) for (t, s, a), usage in calls]
+    costs = [report.call_cost(*key) for key, _ in calls]
     console = Console(soft_wrap=True)
-    console.print(usage_table(f"token usage of session {session_id} per call", rows, report.total))
-    if cost is not None:
-        console.print(f"cost: ${cost}")
+    title = f"token usage of session {session_id} per call"
+    table = usage_table(title, rows, report.total, costs=costs, total_cost=report.cost)
+    console.print(table)
+    console.print(f"cost: ${cost_text(report.cost)}" if report.cost is not None else "cost: —")
     return 0
+
+
+def _json_cost(cost: Decimal | None) -> str | None:
+    """A cost for JSON: an exact decimal string (never a float), or null when unknown."""
+    return None if cost is None else cost_text(cost)
 
 
 def _export_target(file: str) -> Path:

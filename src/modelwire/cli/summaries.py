@@ -2,8 +2,8 @@
 
 A summary is projected from the session's events (the log is the source of truth): the route and
 model of its latest request, the number of turns, the total tokens and cost from `TokenMeter`
-(cost only when the meter offers one: `getattr(report, "cost", None)`; never estimated here), and
-the first user message folded to one line.
+(at the prices logged with each call; None when one is unknown, never estimated here), and the
+first user message folded to one line.
 """
 
 from __future__ import annotations
@@ -61,14 +61,13 @@ def summarize(info: SessionInfo, events: Iterable[Event]) -> SessionSummary:
         elif isinstance(data, AssistantMessage):
             texts.append(message_answer(data.message))
     report = TokenMeter.project(listed)
-    cost = getattr(report, "cost", None)
     return SessionSummary(
         info=info,
         route=route,
         model=model,
         turns=turns,
         tokens=report.total.total_tokens,
-        cost=cost if isinstance(cost, Decimal) else None,
+        cost=report.cost,
         preview=one_line(preview or "", 200),
         texts=tuple(texts),
     )

@@ -1,7 +1,8 @@
 """The token meter: projections over a session's durable events.
 
 `TokenMeter` is the usage projection (billed tokens per provider call, keyed by turn, step and
-attempt, in disjoint buckets) — rebuildable from the log at any seq and updated incrementally.
+attempt, in disjoint buckets) — rebuildable from the log at any seq and updated incrementally —
+and its cost in USD (`Decimal`, at the prices logged in `request/context`; None when unknown).
 `ContextMeter` adds the heuristic context views (pressure and composition) built on the fixed
 estimator in `estimate.py`; `TokenMeasure` sizes the next request from the latest usage anchor.
 """

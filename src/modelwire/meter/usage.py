@@ -10,31 +10,34 @@ Buckets are disjoint: uncached input (`input_tokens`), cache read, cache write a
 `reasoning_tokens` is a part of output, reported but never added on top. The projection is a pure
 fold over the log: `TokenMeter.project(events[:k])` is the report as of any seq `k`, and applying
 events one by one as they arrive gives the same report.
+
+Cost (`cost.py`): each call is priced at the `pricing` of the latest `request/context` before
+its first usage sample; a call's cost is computed when its usage changes, the sums when a report
+is built (no per-chunk decimal arithmetic).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from decimal import Decimal
 from types import MappingProxyType
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal
 
 import msgspec
 
 from ..errors import ErrorCode, HarnessError
-from ..session.events import AssistantChunk, AssistantMessage, Event
+from ..session.events import AssistantChunk, AssistantMessage, Event, RequestContext
 from ..session.log import SessionLog
-from ..vocab import TokenUsage, UsageChunk
+from ..vocab import ModelPricing, TokenUsage, UsageChunk, call_cost
+from .cost import NO_PRICE, CallKey, PriceBook, check_parallel, cost_sums
 
 __all__ = ["ZERO_USAGE", "CallKey", "MeterState", "TokenMeter", "UsageReport", "normalize_usage"]
-
-CallKey: TypeAlias = tuple[int, int, int]
-"""One provider call: (turn, step, attempt)."""
 
 ZERO_USAGE: Final = TokenUsage(0, 0, 0, 0, 0)
 """All buckets zero (every optional bucket present as 0)."""
 
-STATE_VERSION: Final = 1
+STATE_VERSION: Final = 2
 
 
 def normalize_usage(usage: TokenUsage) -> TokenUsage:
@@ -54,24 +57,46 @@ class UsageReport:
 
     `total` sums every call; `calls` maps (turn, step, attempt) to that call's current sample;
     `turns` maps a turn to the sum of its calls. Every `TokenUsage` has all five buckets as ints.
+
+    Cost is in USD as `Decimal`, at the prices logged with each call (`request/context`):
+    `calls_cost` has one entry per call in `calls` (None: its price is unknown); `turns_cost` and
+    `cost` (the session) sum them, and are None as soon as one billed call of theirs has an
+    unknown price — a partial sum is never passed off as the cost — or when no call of theirs
+    is priced (an empty log's cost is None). Failed attempts' tokens are billed, so they are
+    priced and summed too; an unpriced call that reported no tokens adds nothing.
     """
 
     total: TokenUsage
     calls: Mapping[CallKey, TokenUsage]
     turns: Mapping[int, TokenUsage]
     seq: int
+    cost: Decimal | None = None
+    calls_cost: Mapping[CallKey, Decimal | None] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    turns_cost: Mapping[int, Decimal | None] = field(default_factory=lambda: MappingProxyType({}))
 
     def call(self, turn: int, step: int, attempt: int = 1) -> TokenUsage | None:
         """The sample of one provider call, or None when it reported no usage."""
         return self.calls.get((turn, step, attempt))
 
+    def call_cost(self, turn: int, step: int, attempt: int = 1) -> Decimal | None:
+        """The cost of one provider call in USD, or None when its price is unknown or it
+        reported no usage."""
+        return self.calls_cost.get((turn, step, attempt))
+
 
 class MeterState(msgspec.Struct, frozen=True, kw_only=True):
-    """A JSON checkpoint of a `TokenMeter`: the version, the next seq and each call's sample."""
+    """A JSON checkpoint of a `TokenMeter`: the version, the next seq, each call's sample and
+    (version 2) the prices: the distinct price lists, each call's index into them and the index
+    in effect for the next call (-1: unknown). A version 1 checkpoint restores with no prices."""
 
-    version: Literal[1] = 1
+    version: Literal[1, 2] = 2
     next_seq: int
     calls: tuple[tuple[int, int, int, TokenUsage], ...]
+    prices: tuple[ModelPricing, ...] = ()
+    call_prices: tuple[int, ...] = ()
+    pricing: int = NO_PRICE
 
 
 _STATE_DECODER: Final = msgspec.json.Decoder(MeterState)
@@ -85,7 +110,16 @@ class TokenMeter:
     across a reload as JSON.
     """
 
-    __slots__ = ("_calls", "_next_seq", "_revision", "_total", "_turns")
+    __slots__ = (
+        "_call_pricing",
+        "_calls",
+        "_costs",
+        "_next_seq",
+        "_pricing",
+        "_revision",
+        "_total",
+        "_turns",
+    )
 
     def __init__(self) -> None:
         self._calls: dict[CallKey, TokenUsage] = {}
@@ -93,6 +127,9 @@ class TokenMeter:
         self._total: TokenUsage = ZERO_USAGE
         self._next_seq = 0
         self._revision = 0
+        self._pricing: ModelPricing | None = None  # of the latest `request/context`
+        self._call_pricing: dict[CallKey, ModelPricing | None] = {}
+        self._costs: dict[CallKey, Decimal | None] = {}
 
     # ---- building ----------------------------------------------------------------------------
 
@@ -134,7 +171,8 @@ class TokenMeter:
         return self._revision
 
     def apply(self, event: Event) -> bool:
-        """Fold one event; True when it changed the usage, False when it left it untouched.
+        """Fold one event; True when it changed the usage, False when it left it untouched (a
+        `request/context` only sets the prices of the calls that follow it).
 
         Events must come in increasing seq order; an event at or before an applied seq raises
         `HarnessError` `INVALID_ARGS` (a replayed event would otherwise look like a new sample).
@@ -155,6 +193,8 @@ class TokenMeter:
             if data.usage is None:
                 return False
             return self._sample((data.turn, data.step, data.attempt), data.usage)
+        if isinstance(data, RequestContext):
+            self._pricing = data.pricing
         return False
 
     def _sample(self, key: CallKey, usage: TokenUsage) -> bool:
@@ -168,7 +208,10 @@ class TokenMeter:
         if old is not None:  # a later sample of the same call replaces the earlier one
             turn_total = turn_total - old
             total = total - old
+        else:  # the call's first sample: it is priced as the latest context says
+            self._call_pricing[key] = self._pricing
         self._calls[key] = new
+        self._costs[key] = call_cost(self._call_pricing[key], new)
         self._turns[turn] = turn_total + new
         self._total = total + new
         self._revision += 1
@@ -177,12 +220,16 @@ class TokenMeter:
     # ---- reading and checkpoints -------------------------------------------------------------
 
     def report(self) -> UsageReport:
-        """A detached, read-only snapshot of the current projection."""
+        """A detached, read-only snapshot of the current projection (cost sums included)."""
+        cost, turns_cost = cost_sums(self._calls, self._costs)
         return UsageReport(
             total=self._total,
             calls=MappingProxyType(dict(self._calls)),
             turns=MappingProxyType(dict(self._turns)),
             seq=self._next_seq,
+            cost=cost,
+            calls_cost=MappingProxyType(dict(self._costs)),
+            turns_cost=MappingProxyType(turns_cost),
         )
 
     @property
@@ -192,9 +239,13 @@ class TokenMeter:
 
     def checkpoint(self) -> bytes:
         """The meter's state as JSON (`MeterState`), restorable with `restore`."""
+        book = PriceBook()
         state = MeterState(
             next_seq=self._next_seq,
             calls=tuple((t, s, a, usage) for (t, s, a), usage in self._calls.items()),
+            call_prices=tuple(book.index(self._call_pricing[key]) for key in self._calls),
+            pricing=book.index(self._pricing),
+            prices=tuple(book.prices),
         )
         return msgspec.json.encode(state)
 
@@ -209,9 +260,14 @@ class TokenMeter:
                 ErrorCode.INVALID_ARGS,
                 cause=exc,
             ) from exc
+        book = PriceBook(state.prices)
+        call_prices = state.call_prices or (NO_PRICE,) * len(state.calls)  # version 1: none
+        check_parallel(state.calls, call_prices)
         meter = cls()
-        for turn, step, attempt, usage in state.calls:
+        for (turn, step, attempt, usage), index in zip(state.calls, call_prices, strict=True):
+            meter._pricing = book.lookup(index, f"call ({turn}, {step}, {attempt})")
             meter._sample((turn, step, attempt), usage)
+        meter._pricing = book.lookup(state.pricing, "the next call")
         meter._next_seq = state.next_seq
         meter._revision = 0
         return meter

@@ -5,7 +5,8 @@ validate a whole history (`RetryInvariantChecker.from_events(events)`); the firs
 `RetryInvariantError` (code `INVARIANT`) naming the seq and the field. It checks the payload
 (C22), the position inside an open turn and step and the provider of the latest request header
 (C23), the numbering and `retry_id` continuity of every chain (C24) and the pairing of each
-`llm/retry-started` with its `llm/retry` (C25).
+`llm/retry-started` with its `llm/retry` (C25). An `llm/fallback` ends the chains of its step
+(the new target's retries count from 1, `counting.py`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Final
 from ..errors import ErrorCode, HarnessError
 from ..session.events import (
     Event,
+    LlmFallback,
     LlmRetry,
     LlmRetryStarted,
     RequestHeader,
@@ -152,6 +154,9 @@ class RetryInvariantChecker:
             self._retry(data, f"llm/retry at seq {event.seq}")
         elif isinstance(data, LlmRetryStarted):
             self._started_event(data, f"llm/retry-started at seq {event.seq}")
+        elif isinstance(data, LlmFallback):
+            step = (data.turn, data.step)
+            self._chains = {k: v for k, v in self._chains.items() if (k.turn, k.step) != step}
 
     def _position(self, turn: int, step: int, where: str) -> None:
         if self._turn != (turn, True):

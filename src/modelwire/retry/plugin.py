@@ -7,9 +7,10 @@ It decides from the retry policy of the registration that served the failed atte
 - always mode retries every failure without a limit, *downstream first*: it awaits the later
   listeners and only schedules its own retry when none of them returned `Retry()`.
 
-The retry number is derived from the durable log (`counting.py`), never from memory. Before the
-cancellable wait (`modelwire.agent.wait`), `llm/retry` is appended and flushed; after it,
-`llm/retry-started` is appended right before `Retry()` is returned. What it hands on returns the
+An attempt whose next attempt an `llm/fallback` already decided (offered again on resume) is
+handed on. The retry number is derived from the durable log (`counting.py`), never from memory.
+Before the cancellable wait (`modelwire.agent.wait`), `llm/retry` is appended and flushed; after
+it, `llm/retry-started` is appended right before `Retry()` is returned. What it hands on returns the
 later listeners' answer (`call_next()`); a turn cancelled or a plugin disposed — before, during or
 after the wait — returns `GiveUp()`, so no later listener is entered.
 """
@@ -36,7 +37,7 @@ from ..policy import (
     policy_key,
 )
 from ..session.events import LlmRetry, LlmRetryStarted
-from .counting import ChainKey, read_retry_chain
+from .counting import ChainKey, fallback_decided, read_retry_chain
 
 __all__ = ["PLUGIN_NAME", "RetryPlugin", "provider_delay_ms"]
 
@@ -171,6 +172,8 @@ class _Installation:
         policy = ctx.retry_policy
         if policy is None:
             return await call_next()  # no registration served the attempt (C11)
+        if await fallback_decided(ctx.log, ctx.session_id, ctx.turn, ctx.step, ctx.attempt):
+            return await call_next()  # a fallback already decided this attempt's next one
         provider_delay = provider_delay_ms(ctx.failure.provider_retry_after_ms)
         if isinstance(policy, NormalRetryPolicy):
             if ctx.failure.code not in policy.retryable_codes:
@@ -178,7 +181,7 @@ class _Installation:
             if provider_delay is not None and provider_delay > policy.max_delay_ms:
                 return await call_next()  # the provider asks for more than we wait (C14)
             key = ChainKey(ctx.turn, ctx.step, ctx.provider, policy_key(policy))
-            previous, next_seq = await read_retry_chain(ctx.log, ctx.session_id, key)
+            previous, next_seq = await read_retry_chain(ctx.log, ctx.session_id, key, ctx.attempt)
             if previous is not None and previous.retry >= policy.max_retries:
                 return await call_next()  # budget exhausted (C12)
             return await self._schedule(ctx, policy, key, previous, next_seq, provider_delay)
@@ -214,7 +217,7 @@ class _Installation:
         if provider_delay is not None and provider_delay > policy.max_delay_ms:
             provider_delay = None  # always mode ignores an over-cap Retry-After
         key = ChainKey(ctx.turn, ctx.step, ctx.provider, policy_key(policy))
-        previous, next_seq = await read_retry_chain(ctx.log, ctx.session_id, key)
+        previous, next_seq = await read_retry_chain(ctx.log, ctx.session_id, key, ctx.attempt)
         return await self._schedule(ctx, policy, key, previous, next_seq, provider_delay)
 
     async def _schedule(

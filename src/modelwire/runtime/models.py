@@ -19,6 +19,7 @@ from ..vocab import (
     GenerateOptions,
     ModelContext,
     ModelInfo,
+    ModelPricing,
     ModelReasoningInfo,
     ReasoningEffortInfo,
     ResolvedModelInfo,
@@ -147,6 +148,11 @@ def check_model_info(route: str, model: str, info: ResolvedModelInfo) -> Resolve
     for field, flag in (("tool_choice", choice), ("parallel_tool_calls", parallel)):
         if flag is not None and not isinstance(flag, bool):
             raise _fail(bad_info, route, model, f"{field} must be a bool or None, got {flag!r}")
+    pricing: object = getattr(info, "pricing", None)
+    if pricing is not None and not isinstance(pricing, ModelPricing):
+        raise _fail(
+            bad_info, route, model, f"pricing must be a ModelPricing or None, got {pricing!r}"
+        )
     assert isinstance(name, str)
     return ResolvedModelInfo(
         provider=route,
@@ -160,6 +166,7 @@ def check_model_info(route: str, model: str, info: ResolvedModelInfo) -> Resolve
         structured_output=support,  # type: ignore[arg-type]  # checked against _SUPPORT above
         tool_choice=choice,  # type: ignore[arg-type]  # checked above
         parallel_tool_calls=parallel,  # type: ignore[arg-type]  # checked above
+        pricing=pricing,
     )
 
 

@@ -33,6 +33,7 @@ from ..events import (
     event_types,
     register_event_type,
 )
+from ..events_fallback import LlmFallback
 
 __all__ = [
     "AbortCause",
@@ -40,6 +41,7 @@ __all__ = [
     "AssistantMessage",
     "EpochHeader",
     "Event",
+    "LlmFallback",
     "LlmRetry",
     "LlmRetryStarted",
     "RequestContext",

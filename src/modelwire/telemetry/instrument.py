@@ -1,199 +1,142 @@
-"""`instrument(runtime)`: an `llm/stream` middleware that wraps every model call in a span.
+"""The public entry points: `instrument(runtime | agent)` and `instrument_agent(agent)`.
 
-Span: name `chat <model>`, kind CLIENT; attributes `gen_ai.operation.name` (`chat`),
-`gen_ai.provider.name` (the route), `gen_ai.request.model`, `gen_ai.request.temperature`,
-`gen_ai.request.max_tokens`, `gen_ai.response.model`, `gen_ai.response.id` (when the finish's
-replay state names them), `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens` (every
-prompt token: uncached, cache reads and cache writes), `gen_ai.usage.output_tokens`,
-`gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, and on a
-failed call `error.type` = the failure code with the span status ERROR. Metrics:
-`gen_ai.client.token.usage` (histogram, `{token}`, by `gen_ai.token.type` input/output) and
-`gen_ai.client.operation.duration` (histogram, seconds).
+`instrument(runtime)` installs, outermost, an `llm/generate` and an `llm/stream` middleware that
+emit one span and the client metrics per model call (`calls.py`). `instrument(agent)` adds the
+agent's `invoke_agent` / `execute_tool` spans (`agents.py`) and instruments the agent's runtime
+too (when it is an `LlmRuntime` not instrumented yet). `instrument_agent(agent)` adds only the
+agent's spans. Each returns a disposer; a target already instrumented is left as it is (and the
+disposer of that second call does nothing). Without OpenTelemetry installed nothing is
+installed, no error is raised, and the disposer is a no-op.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Callable
+import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-import msgspec
-
-from ..vocab import (
-    Aborted,
-    Error,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    MaxTokens,
-    Stop,
-    StreamChunk,
-    TextDelta,
-    TokenUsage,
-    ToolCalls,
-    UsageChunk,
-)
+from ..errors import ErrorCode, HarnessError
+from .agents import agent_hooks
+from .calls import generate_middleware, stream_middleware
+from .otel import Instruments, load
 
 if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
+
+    from ..agent.loop import Agent
     from ..runtime import LlmRuntime
-    from ..runtime.middleware import CallNext
 
-__all__ = ["instrument"]
+__all__ = ["instrument", "instrument_agent"]
 
-_SCOPE: Final = "modelwire"
-_FINISH_NAMES: Final[dict[type[FinishReason], str]] = {
-    Stop: "stop",
-    ToolCalls: "tool_calls",
-    MaxTokens: "length",
-    Error: "error",
-    Aborted: "cancelled",
-}
+_ACTIVE: Final[weakref.WeakSet[object]] = weakref.WeakSet()
+"""The runtimes and agents instrumented now (a second instrumentation would double the spans)."""
 
 
-def _otel() -> Any | None:  # Any: the optional dependency is typed only when installed
-    try:
-        from opentelemetry import metrics, trace
-    except ImportError:
-        return None
-    return trace, metrics
+def _nothing() -> None:
+    return None
 
 
-class _Instruments:
-    """The tracer and the two histograms of one instrumented runtime."""
+def _once(target: object, install: Callable[[], Callable[[], None]]) -> Callable[[], None]:
+    if target in _ACTIVE:
+        return _nothing
+    _ACTIVE.add(target)
+    remove = install()
+    done: list[bool] = []
 
-    def __init__(
-        self, tracer_provider: object, meter_provider: object, capture_content: bool
-    ) -> None:
-        loaded = _otel()
-        assert loaded is not None
-        trace, metrics = loaded
-        self.trace = trace
-        self.tracer = trace.get_tracer(_SCOPE, tracer_provider=tracer_provider)
-        meter = metrics.get_meter(_SCOPE, meter_provider=meter_provider)
-        self.tokens = meter.create_histogram(
-            "gen_ai.client.token.usage", unit="{token}", description="Tokens used per model call"
+    def dispose() -> None:
+        if not done:
+            done.append(True)
+            remove()
+            _ACTIVE.discard(target)
+
+    return dispose
+
+
+def _runtime(tools: Instruments, runtime: LlmRuntime) -> Callable[[], None]:
+    def install() -> Callable[[], None]:
+        removers = (
+            runtime.use(stream_middleware(tools), prepend=True),
+            runtime.use_generate(generate_middleware(tools), prepend=True),
         )
-        self.duration = meter.create_histogram(
-            "gen_ai.client.operation.duration", unit="s", description="Model call duration"
-        )
-        self.capture_content = capture_content
+
+        def remove_both() -> None:
+            for remove in removers:
+                remove()
+
+        return remove_both
+
+    return _once(runtime, install)
 
 
-def _request_attributes(options: GenerateOptions) -> dict[str, object]:
-    attributes: dict[str, object] = {
-        "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": options.provider,
-        "gen_ai.request.model": options.model,
-    }
-    if options.temperature is not None:
-        attributes["gen_ai.request.temperature"] = options.temperature
-    if options.max_tokens is not None:
-        attributes["gen_ai.request.max_tokens"] = options.max_tokens
-    if options.session_id is not None:
-        attributes["gen_ai.conversation.id"] = options.session_id
-    return attributes
+def _agent(tools: Instruments, agent: Agent[Any], name: str | None) -> Callable[[], None]:
+    if not name:
+        own = getattr(agent, "name", None)
+        name = own if isinstance(own, str) and own else None
+    return _once(agent, lambda: agent_hooks(tools, agent, name))
 
 
-def _usage_attributes(usage: TokenUsage) -> dict[str, int]:
-    read = usage.cache_read_tokens or 0
-    write = usage.cache_write_tokens or 0
-    attributes = {
-        "gen_ai.usage.input_tokens": usage.input_tokens + read + write,
-        "gen_ai.usage.output_tokens": usage.output_tokens,
-    }
-    if usage.cache_read_tokens is not None:
-        attributes["gen_ai.usage.cache_read.input_tokens"] = read
-    if usage.cache_write_tokens is not None:
-        attributes["gen_ai.usage.cache_creation.input_tokens"] = write
-    return attributes
+def _is_agent(target: object) -> bool:
+    from ..agent.loop import Agent
 
-
-def _finish_attributes(finish: Finish) -> dict[str, object]:
-    reason = finish.reason
-    attributes: dict[str, object] = {
-        "gen_ai.response.finish_reasons": (_FINISH_NAMES.get(type(reason), reason.kind),)
-    }
-    response = finish.replay_state.response if finish.replay_state is not None else None
-    if isinstance(response, dict):
-        for key, name in (
-            ("response_id", "gen_ai.response.id"),
-            ("response_model", "gen_ai.response.model"),
-        ):
-            value = response.get(key)
-            if isinstance(value, str) and value:
-                attributes[name] = value
-    return attributes
-
-
-def _middleware(
-    tools: _Instruments,
-) -> Callable[[GenerateOptions, CallNext], AsyncIterator[StreamChunk]]:
-    trace = tools.trace
-
-    async def traced(options: GenerateOptions, call_next: CallNext) -> AsyncIterator[StreamChunk]:
-        attributes = _request_attributes(options)
-        if tools.capture_content:
-            attributes["gen_ai.input.messages"] = msgspec.json.encode(options.messages).decode()
-        started = time.perf_counter()
-        span = tools.tracer.start_span(
-            f"chat {options.model}", kind=trace.SpanKind.CLIENT, attributes=attributes
-        )
-        usage: TokenUsage | None = None
-        error: str | None = None
-        texts: list[str] | None = [] if tools.capture_content else None
-        try:
-            async for chunk in call_next():
-                if type(chunk) is TextDelta:
-                    if texts is not None:
-                        texts.append(chunk.text)
-                elif type(chunk) is UsageChunk:
-                    usage = chunk.usage
-                elif type(chunk) is Finish:
-                    span.set_attributes(_finish_attributes(chunk))
-                    reason = chunk.reason
-                    if isinstance(reason, (Error, Aborted)):
-                        error = reason.failure.code
-                yield chunk
-        except BaseException as exc:
-            error = error or type(exc).__name__
-            raise
-        finally:
-            metric = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": options.provider}
-            metric["gen_ai.request.model"] = options.model
-            if usage is not None:
-                span.set_attributes(_usage_attributes(usage))
-                read = (usage.cache_read_tokens or 0) + (usage.cache_write_tokens or 0)
-                tools.tokens.record(
-                    usage.input_tokens + read, {**metric, "gen_ai.token.type": "input"}
-                )
-                tools.tokens.record(usage.output_tokens, {**metric, "gen_ai.token.type": "output"})
-            if texts is not None:
-                span.set_attribute("gen_ai.output.messages", "".join(texts))
-            if error is not None:
-                span.set_attribute("error.type", error)
-                span.set_status(trace.Status(trace.StatusCode.ERROR, error))
-                metric["error.type"] = error
-            tools.duration.record(time.perf_counter() - started, metric)
-            span.end()
-
-    return traced
+    return isinstance(target, Agent)
 
 
 def instrument(
-    runtime: LlmRuntime,
+    target: LlmRuntime | Agent[Any],  # Any: agents of every output type
     *,
-    tracer_provider: object | None = None,
-    meter_provider: object | None = None,
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
     capture_content: bool = False,
+    agent_name: str | None = None,
 ) -> Callable[[], None]:
-    """Emit a span and the client metrics for every model call of `runtime` (outermost
-    middleware, so a re-routing middleware's final route is what the adapter served); returns a
-    disposer. Without OpenTelemetry installed it does nothing and the disposer is a no-op.
+    """Emit spans and the GenAI client metrics for `target` (module docstring); the disposer.
 
     `tracer_provider` / `meter_provider` default to the global ones. `capture_content=True` also
-    records the request messages and the answer text (off by default: they may be sensitive).
+    records the request messages, the system prompt, the answer text and tool arguments and
+    results (off by default: they may be sensitive). `agent_name` names an agent's spans
+    (`gen_ai.agent.name`; default: the agent's `name` attribute, if it has one). Anything but an
+    `LlmRuntime` or an `Agent` is `INVALID_ARGS`.
     """
-    if _otel() is None:
-        return lambda: None
-    tools = _Instruments(tracer_provider, meter_provider, capture_content)
-    return runtime.use(_middleware(tools), prepend=True)
+    from ..runtime import LlmRuntime
+
+    is_runtime = isinstance(target, LlmRuntime)
+    if not is_runtime and not _is_agent(target):
+        raise HarnessError(
+            f"instrument() takes an LlmRuntime or an Agent, not {type(target).__name__}",
+            ErrorCode.INVALID_ARGS,
+        )
+    tools = load(tracer_provider, meter_provider, capture_content)
+    if tools is None:
+        return _nothing
+    if isinstance(target, LlmRuntime):
+        return _runtime(tools, target)
+    disposers = [_agent(tools, target, agent_name)]
+    if isinstance(target.runtime, LlmRuntime):
+        disposers.append(_runtime(tools, target.runtime))
+
+    def dispose() -> None:
+        for remove in reversed(disposers):
+            remove()
+
+    return dispose
+
+
+def instrument_agent(
+    agent: Agent[Any],  # Any: agents of every output type
+    *,
+    tracer_provider: TracerProvider | None = None,
+    capture_content: bool = False,
+    agent_name: str | None = None,
+) -> Callable[[], None]:
+    """Only `agent`'s `invoke_agent` / `execute_tool` spans (its runtime is left alone: its model
+    calls are traced by `instrument(runtime)`); the disposer. Options as in `instrument`."""
+    if not _is_agent(agent):
+        raise HarnessError(
+            f"instrument_agent() takes an Agent, not {type(agent).__name__}",
+            ErrorCode.INVALID_ARGS,
+        )
+    tools = load(tracer_provider, None, capture_content)
+    if tools is None:
+        return _nothing
+    return _agent(tools, agent, agent_name)

@@ -146,6 +146,7 @@ async def stream_post(
     secrets: Iterable[str] = (),
     refine: Callable[[LlmError, str, Mapping[str, str], tuple[str, ...]], LlmError] | None = None,
     encoded_url: bool = False,
+    on_headers: Callable[[Mapping[str, str]], None] | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """POST `body` (JSON bytes) to `url` and yield the 2xx response body read by read.
 
@@ -155,6 +156,7 @@ async def stream_post(
     early; the connection is then dropped, never reused half-read. `refine` is a protocol's
     own reading of an error reply (body text, headers, secrets) applied after the generic one.
     `encoded_url` sends `url` exactly as given (already percent-encoded, e.g. a signed path).
+    `on_headers` hears the response headers of every status (e.g. the provider's rate limits).
     """
     session = get_session()
     try:
@@ -172,6 +174,8 @@ async def stream_post(
         ) from exc
     clean = False
     try:
+        if on_headers is not None:
+            on_headers(response.headers)
         status = response.status
         if status < 200 or status >= 300:
             text = await _read_error_body(response, watchdog)

@@ -26,6 +26,7 @@ from ...vocab import (
 from ...vocab.redacted import hidden, hidden_env, hidden_repr, hidden_rich_repr
 from ...wire.urls import http_url_problem
 from ...wire.watchdog import MAX_IDLE_TIMEOUT_MS
+from .pricing import catalog_pricing
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -288,7 +289,8 @@ def published_reasoning(config: DeepSeekConfig) -> ModelReasoningInfo:
 
 
 def resolve_model_info(config: DeepSeekConfig, provider: str, model: str) -> ResolvedModelInfo:
-    """Exact-model metadata from the catalog, or pass-through defaults for an unlisted id."""
+    """Exact-model metadata from the catalog, or pass-through defaults for an unlisted id; the
+    prices are the installed model catalog's (`pricing.py`), None for an id it does not list."""
     entry = _entry(config, model)
     if entry is None:
         entry = DeepSeekModel(id=model)
@@ -304,6 +306,7 @@ def resolve_model_info(config: DeepSeekConfig, provider: str, model: str) -> Res
         structured_output="native-json",  # JSON mode, no schema mode: the runtime validates
         tool_choice=True,
         parallel_tool_calls=False,  # not a DeepSeek API parameter
+        pricing=catalog_pricing(entry.id),
     )
 
 

@@ -23,6 +23,7 @@ from ...vocab import (
     StreamChunk,
 )
 from ...wire.pump import StreamSource, pump_sse
+from ...wire.ratelimit import RateLimiter
 from .catalog import load_catalog
 from .config import ResolvedProfile, load_config_file, resolve_profiles
 from .credentials import missing_credential
@@ -45,6 +46,8 @@ class ProvidersAdapter(LlmAdapter):
     `env` is the launch environment credentials are read from (default `os.environ`), per request;
     `read_image` loads an image attachment's bytes (without it, images are `UNSUPPORTED_CONTENT`);
     `on_replay_degrade(provider, model, reason)` hears about replay state that was degraded.
+    `rate_limiter` keeps the routes' client-side rate limits across calls and config updates
+    (default: its own `RateLimiter` on the wall clock).
     """
 
     def __init__(
@@ -54,7 +57,9 @@ class ProvidersAdapter(LlmAdapter):
         env: Mapping[str, str] | None = None,
         read_image: ImageLoader | None = None,
         on_replay_degrade: ReplayDegrade | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> None:
+        self.rate_limiter = RateLimiter() if rate_limiter is None else rate_limiter
         self._snapshot = Snapshot(profiles)
         self._env = env
         self._read_image = read_image
@@ -73,6 +78,7 @@ class ProvidersAdapter(LlmAdapter):
         *,
         read_image: ImageLoader | None = None,
         on_replay_degrade: ReplayDegrade | None = None,
+        rate_limiter: RateLimiter | None = None,
     ) -> ProvidersAdapter:
         """Validate `config` fully (raises `INVALID_CONFIG` naming route and field) and build."""
         return cls(
@@ -80,6 +86,7 @@ class ProvidersAdapter(LlmAdapter):
             env=env,
             read_image=read_image,
             on_replay_degrade=on_replay_degrade,
+            rate_limiter=rate_limiter,
         )
 
     @classmethod
@@ -296,6 +303,7 @@ class ProvidersAdapter(LlmAdapter):
             env=os.environ if self._env is None else self._env,
             load_image=self._read_image,
             on_degrade=self._on_degrade,
+            limiter=self.rate_limiter,
         )
 
 

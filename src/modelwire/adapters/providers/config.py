@@ -22,6 +22,7 @@ import yaml
 from ...errors import ErrorCode, HarnessError
 from ...policy import RetryPolicy, resolve_retry_policy
 from ...vocab.redacted import hidden_headers, hidden_repr, hidden_rich_repr
+from ...wire.ratelimit import LIMIT_FIELDS, RouteLimits, route_limits
 from ...wire.urls import http_url_problem
 from .compat import LEVELS, MODALITIES, PROTOCOLS
 from .materialize import ModelDescriptor, materialize_models
@@ -71,6 +72,7 @@ _FIELDS: Final = frozenset(
         "gateway_id",
         "max_request_image_bytes",
         "retry_policy",
+        *LIMIT_FIELDS,
     }
 )
 _REMOVED_RETRY: Final = ("max_retries", "max_retry_delay_ms", "maxRetries", "maxRetryDelayMs")
@@ -109,6 +111,7 @@ class ResolvedProfile(msgspec.Struct, frozen=True, kw_only=True):
     max_request_image_bytes: int
     retry_policy: RetryPolicy
     models: Mapping[str, ModelDescriptor]
+    rate_limits: RouteLimits = msgspec.field(default_factory=RouteLimits)
 
     def __repr__(self) -> str:
         return hidden_repr(self, {"headers": hidden_headers(self.headers)})
@@ -280,6 +283,10 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
         raise _fail(route, f"providers.{route}.api_version must be 1-128 of [A-Za-z0-9._-]")
     if api_version is not None:
         models = {k: msgspec.structs.replace(m, api_version=api_version) for k, m in models.items()}
+    try:
+        limits = route_limits(raw, f"providers.{route}")
+    except ValueError as exc:
+        raise _fail(route, str(exc)) from None
     reasoning = _choice(route, raw, "reasoning", LEVELS)
     retention = _choice(route, raw, "cache_retention", get_args(CacheRetention))
     return ResolvedProfile(
@@ -304,6 +311,7 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
         max_request_image_bytes=int(image_bytes),
         retry_policy=policy,
         models=MappingProxyType(models),
+        rate_limits=limits,
     )
 
 

@@ -6,6 +6,7 @@ transport (HTTP + SSE or event stream, or a WebSocket) — handed to the pump as
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -19,11 +20,13 @@ from ...wire.attribution import attribution_headers
 from ...wire.credentials import credential_values
 from ...wire.http import stream_post
 from ...wire.pump import StreamSource
+from ...wire.ratelimit import RateLimiter
 from ...wire.watchdog import IdleWatchdog
 from .config import ResolvedProfile
 from .context import to_context
 from .credentials import auth_headers, resolve_route_key
 from .images import ImageLoader, prepare_images
+from .limited import limited_reads, request_tokens
 from .materialize import ModelDescriptor
 from .protocols import AuthContext, ResponseRecord, WireProtocol, protocol
 from .protocols.request import BuiltRequest, RequestOptions
@@ -198,8 +201,10 @@ async def open_call(
     load_image: ImageLoader | None,
     on_degrade: ReplayDegrade | None,
     clock: Callable[[], float] = time.time,
+    limiter: RateLimiter | None = None,
 ) -> StreamSource:
-    """Every check and the request build (before any I/O), then the reads and translator."""
+    """Every check and the request build (before any I/O), then the reads and translator;
+    with a `limiter`, the reads wait for the route's permit first (`limited_reads`)."""
     profile, model = _check(snapshot, options)
     effort = _effort(profile, model, options)
     spec = protocol(model.api)
@@ -233,7 +238,7 @@ async def open_call(
     if options.output is not None and spec.structured_output(model) == "emulated":
         record.answer_tool = options.output.name  # a forced tool whose input is the answer
     watchdog = _watchdog(profile, options)
-    framer = spec.framer()
+    framer = spec.framer() if spec.framer is not None else None
     if profile.transport == "websocket":
         from ...wire.websocket import MessageFramer, responses_websocket
 
@@ -247,6 +252,7 @@ async def open_call(
             watchdog=watchdog,
         )
     else:
+        observe = None if limiter is None else functools.partial(limiter.observe, profile.route)
         reads = stream_post(
             request.url,
             request.body,
@@ -257,5 +263,8 @@ async def open_call(
             fallback_request_id_headers=("request-id",),
             refine=spec.http_error,
             encoded_url=spec.signed_path,
+            on_headers=observe,
         )
+    if limiter is not None:
+        reads = limited_reads(reads, limiter, profile, request_tokens(request.body, model), record)
     return StreamSource(reads, spec.translator(record), watchdog, framer)

@@ -192,7 +192,8 @@ def recorded_model_info(
     provider: str,
     model: str,
 ) -> ResolvedModelInfo:
-    """Metadata implied by the recording for (provider, model); plain identity when unrecorded.
+    """Metadata implied by the recording for (provider, model), the recorded prices included;
+    plain identity when unrecorded.
 
     Headers of the same route and model are preferred; a recording made under another route name
     still lends its metadata by model id.
@@ -201,16 +202,16 @@ def recorded_model_info(
     if not same:
         same = [h for h in headers if h.config.model == model]
     seen = _seen(same)
+    matching = [
+        c
+        for c in contexts
+        if c.model == model
+        and (c.provider == provider or not any(x.provider == provider for x in contexts))
+    ]
     window = next(
-        (
-            c.context_window
-            for c in reversed(contexts)
-            if c.model == model
-            and c.context_window is not None
-            and (c.provider == provider or not any(x.provider == provider for x in contexts))
-        ),
-        None,
+        (c.context_window for c in reversed(matching) if c.context_window is not None), None
     )
+    pricing = matching[-1].pricing if matching else None  # the recorded calls' latest prices
     reasoning = None
     if seen.efforts:
         reasoning = ModelReasoningInfo(
@@ -223,4 +224,5 @@ def recorded_model_info(
         context=None if window is None else ModelContext(window),
         default_max_tokens=seen.default_max_tokens,
         reasoning=reasoning,
+        pricing=pricing,
     )

@@ -49,5 +49,10 @@ def translate_sse(
     record = ResponseRecord(api=api, provider=provider, model=model, context_window=context_window)
     out: list[StreamChunk] = []
     spec = protocol(api)
-    translate_reads(reads, spec.translator(record), out, framer=spec.framer())
+    translate_reads(
+        reads,
+        spec.translator(record),
+        out,
+        framer=spec.framer() if spec.framer is not None else None,
+    )
     return out

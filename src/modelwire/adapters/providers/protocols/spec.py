@@ -13,7 +13,6 @@ from typing import NamedTuple
 from ....errors import LlmError
 from ....vocab import StructuredOutputSupport
 from ....wire.pump import Framer, Translator
-from ....wire.sse import SseDecoder
 from ..context import NContext
 from ..materialize import ModelDescriptor
 from .common import ResponseRecord
@@ -26,13 +25,7 @@ __all__ = [
     "HttpError",
     "WireProtocol",
     "bearer",
-    "sse_framer",
 ]
-
-
-def sse_framer() -> Framer:
-    """A fresh Server-Sent Events decoder."""
-    return SseDecoder()
 
 
 def bearer(key: str) -> dict[str, str]:
@@ -73,7 +66,8 @@ class WireProtocol(NamedTuple):
     structured_output: Callable[[ModelDescriptor], StructuredOutputSupport]
     key_headers: Callable[[str], dict[str, str]] = bearer
     key_header_names: tuple[str, ...] = ("authorization", "cf-aig-authorization")
-    framer: Callable[[], Framer] = sse_framer
+    framer: Callable[[], Framer] | None = None
+    """The body framer; None = Server-Sent Events (the pump's own decoder)."""
     authorize: Authorize | None = None
     ambient_env: tuple[str, ...] = ()
     """For a signing protocol: variables any one of which means ambient credentials exist
