@@ -31,6 +31,7 @@ from modelwire.vocab import StreamChunk
 from modelwire.wire.eventstream import EventStreamDecoder
 from modelwire.wire.http import stream_post
 from modelwire.wire.pump import StreamSource, pump_sse
+from modelwire.wire.status import failure_for_status
 from modelwire.wire.watchdog import IdleWatchdog
 
 SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -231,9 +232,11 @@ async def test_signed_request_verifies_against_the_path_the_server_received() ->
 
 def test_refine_hook_is_idempotent_and_keeps_status_and_request_id() -> None:
     headers = {"x-amzn-ErrorType": "ThrottlingException:http://x/", "x-amzn-RequestId": "r-1"}
-    exc = LlmError("Bedrock API error (HTTP 400): Too many tokens", "INVALID_REQUEST", status=400)
-    once = refine_bedrock_http_error(exc, "{}", headers)
+    body = '{"message": "Too many tokens"}'
+    exc = failure_for_status(400, body, headers, provider="Bedrock")  # as `stream_post` builds it
+    assert exc.code == "INVALID_REQUEST"
+    once = refine_bedrock_http_error(exc, body, headers)
     assert (once.code, once.status, once.failure.request_id) == ("RATE_LIMIT", 400, "r-1")
     assert once.message.endswith("(ThrottlingException)")
-    assert refine_bedrock_http_error(once, "{}", headers) is once
+    assert refine_bedrock_http_error(once, body, headers) is once
     assert PROTOCOL.http_error is refine_bedrock_http_error

@@ -44,6 +44,7 @@ __all__ = [
     "failure_for_status",
     "http_error_code",
     "parse_retry_after",
+    "reclassify",
     "redact_failure",
     "redact_secrets",
     "request_id_from",
@@ -307,3 +308,14 @@ def failure_for_status(
         or request_id_from(headers, _REQUEST_ID_HEADERS, secrets=kept),
     )
     return LlmError.from_failure(redact_failure(failure, kept))
+
+
+def reclassify(error: LlmError, code: str, message: str | None = None) -> LlmError:
+    """`error` with another code (and message), every other fact of its failure kept: status,
+    provider Retry-After and request id; the original is the cause. `error` itself when nothing
+    changes. For protocol readings of an error reply (`WireProtocol.http_error`)."""
+    text = error.message if message is None else message
+    if code == error.code and text == error.message:
+        return error
+    failure = msgspec.structs.replace(error.failure, code=code, message=text)
+    return LlmError.from_failure(failure, cause=error)

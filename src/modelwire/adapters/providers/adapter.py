@@ -24,6 +24,7 @@ from ...vocab import (
 )
 from ...wire.pump import StreamSource, pump_sse
 from ...wire.ratelimit import RateLimiter
+from ...wire.status import reclassify
 from .catalog import load_catalog
 from .config import ResolvedProfile, load_config_file, resolve_profiles
 from .credentials import missing_credential
@@ -314,11 +315,5 @@ def _overflow(exc: LlmError) -> LlmError:
         and exc.code != ErrorCode.CONTEXT_WINDOW_EXCEEDED
         and is_overflow_text(exc.message)
     ):
-        return LlmError(
-            exc.message,
-            ErrorCode.CONTEXT_WINDOW_EXCEEDED,
-            cause=exc,
-            status=exc.status,
-            request_id=exc.failure.request_id,
-        )
+        return reclassify(exc, ErrorCode.CONTEXT_WINDOW_EXCEEDED)
     return exc

@@ -19,6 +19,7 @@ import msgspec
 from ....errors import ErrorCode, LlmError
 from ....vocab import StreamChunk
 from ....wire.sse import SseEvent
+from ....wire.status import reclassify
 from .common import ResponseRecord
 from .completions_stream import CompletionsTranslator
 from .responses_stream import ResponsesTranslator
@@ -190,9 +191,6 @@ def refine_azure_http_error(
     for blocked in err.content_filters or ():
         categories.extend(filtered_categories(blocked.content_filter_results))
     named = ", ".join(dict.fromkeys(categories)) or "category not reported"
-    failure = msgspec.structs.replace(
-        error.failure,
-        message=f"{error.message} (Azure OpenAI content filter: {named})",
-        code=ErrorCode.CONTENT_FILTER,
+    return reclassify(
+        error, ErrorCode.CONTENT_FILTER, f"{error.message} (Azure OpenAI content filter: {named})"
     )
-    return LlmError.from_failure(failure, cause=error)

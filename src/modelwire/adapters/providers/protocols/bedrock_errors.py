@@ -8,7 +8,7 @@ the right code for the common answers (400 ``INVALID_REQUEST``, 403 ``AUTH``, 42
 text says more (an over-long input is ``CONTEXT_WINDOW_EXCEEDED``, a service quota ``QUOTA``,
 an unknown model ``MODEL_NOT_FOUND``, a model timeout ``TIMEOUT``), appends the exception name
 to the message (so Bedrock's throttle text "Too many tokens, please wait" is never read as a
-context overflow downstream) and adds the request id.
+context overflow downstream); the request id is read by `wire.status` (``x-amzn-requestid``).
 """
 
 from __future__ import annotations
@@ -16,23 +16,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-import msgspec
-
 from ....errors import ErrorCode, LlmError
-from ....wire.status import redact_secrets
+from ....wire.status import reclassify
 from .bedrock_stream import exception_code
 from .common import is_overflow_text
 
 __all__ = [
     "ERROR_TYPE_HEADER",
-    "REQUEST_ID_HEADER",
     "bedrock_http_error",
     "error_type_of",
     "refine_bedrock_http_error",
 ]
 
 ERROR_TYPE_HEADER: Final = "x-amzn-errortype"
-REQUEST_ID_HEADER: Final = "x-amzn-requestid"
 _UNCLASSIFIED: Final = frozenset({ErrorCode.PI_AI_ERROR, ErrorCode.UNKNOWN})
 
 
@@ -53,7 +49,7 @@ def error_type_of(headers: Mapping[str, str] | None) -> str | None:
 
 def bedrock_http_error(exc: LlmError, headers: Mapping[str, str] | None = None) -> LlmError:
     """`exc` (an HTTP error of a Bedrock route) with the code Bedrock's answer implies and its
-    request id; `exc` itself when nothing changes. `headers` are the response headers when
+    request id kept; `exc` itself when nothing changes. `headers` are the response headers when
     the caller has them (without them only the text decides)."""
     if exc.status is None:
         return exc  # not an HTTP status failure (transport, framing, ...)
@@ -68,16 +64,7 @@ def bedrock_http_error(exc: LlmError, headers: Mapping[str, str] | None = None) 
             message = f"{message} ({kind})"
     elif code != ErrorCode.CONTEXT_WINDOW_EXCEEDED and is_overflow_text(message):
         code = ErrorCode.CONTEXT_WINDOW_EXCEEDED
-    failure = exc.failure
-    request_id = failure.request_id
-    if request_id is None:
-        found_id = _header(headers, REQUEST_ID_HEADER)
-        if found_id is not None and redact_secrets(found_id, ()) == found_id:
-            request_id = found_id  # (an id shaped like a key is dropped, as `wire.status` does)
-    if (code, message, request_id) == (exc.code, exc.message, failure.request_id):
-        return exc
-    changed = msgspec.structs.replace(failure, code=code, message=message, request_id=request_id)
-    return LlmError.from_failure(changed, cause=exc)
+    return reclassify(exc, code, message)  # the request id: `wire.status` reads x-amzn-requestid
 
 
 def refine_bedrock_http_error(

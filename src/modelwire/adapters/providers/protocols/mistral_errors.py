@@ -15,7 +15,7 @@ from typing import Final
 import msgspec
 
 from ....errors import ErrorCode, LlmError
-from ....wire.status import redact_secrets
+from ....wire.status import reclassify, redact_secrets
 
 __all__ = ["refine_mistral_http_error"]
 
@@ -58,12 +58,6 @@ def _zero_limit(headers: Mapping[str, str]) -> bool:
     )
 
 
-def _replace(error: LlmError, message: str, code: str) -> LlmError:
-    """`error` with another message and code (status, Retry-After and request id kept)."""
-    failure = msgspec.structs.replace(error.failure, message=message, code=code)
-    return LlmError.from_failure(failure, cause=error)
-
-
 def refine_mistral_http_error(
     error: LlmError, body_text: str, headers: Mapping[str, str], secrets: tuple[str, ...] = ()
 ) -> LlmError:
@@ -79,13 +73,13 @@ def refine_mistral_http_error(
                 text = text[:_MAX] + "…"
             if text in error.message:  # refined already
                 return error
-            return _replace(error, f"{error.message}: {text}", ErrorCode.INVALID_REQUEST)
+            return reclassify(error, ErrorCode.INVALID_REQUEST, f"{error.message}: {text}")
         if status == 422 and error.code != ErrorCode.INVALID_REQUEST:
-            return _replace(error, error.message, ErrorCode.INVALID_REQUEST)
+            return reclassify(error, ErrorCode.INVALID_REQUEST)
     if status == 429 and error.code == ErrorCode.RATE_LIMIT and _zero_limit(headers):
-        return _replace(
+        return reclassify(
             error,
-            f"{error.message} (the plan's request limit is 0: quota, not a passing rate limit)",
             ErrorCode.QUOTA,
+            f"{error.message} (the plan's request limit is 0: quota, not a passing rate limit)",
         )
     return error
