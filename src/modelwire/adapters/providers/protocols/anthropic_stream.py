@@ -196,9 +196,7 @@ class AnthropicTranslator:
             block.signature = cb.data or ""
             block.redacted = True
             block.reasoning_delta(REDACTED_THINKING_TEXT, out)
-        elif (
-            btype == "tool_use" and record.answer_tool is not None and cb.name == record.answer_tool
-        ):
+        elif btype == "tool_use" and record.is_answer_tool(cb.name):
             block = record.open_block("text", out)  # the structured answer, as text
             initial = bytes(cb.input).strip()
             if initial and initial != b"{}":
@@ -216,13 +214,7 @@ class AnthropicTranslator:
 
     def _stop(self, reason: str) -> None:
         record = self._record
-        stop = _STOPS.get(reason)
-        if (
-            stop == "toolUse"
-            and record.answer_tool is not None
-            and not any(b.kind == "tool-call" for b in record.blocks)
-        ):
-            stop = "stop"  # only the answer tool was called: the answer is complete
+        stop = record.settled(_STOPS.get(reason))
         if stop is not None:
             record.stop_reason = stop
             if reason == "pause_turn":

@@ -227,7 +227,7 @@ class BedrockTranslator:
             self._skipped.add(index)
             record.server_tool_loop = True
             return
-        if record.answer_tool is not None and tool.name == record.answer_tool:
+        if record.is_answer_tool(tool.name):
             self._by_index[index] = record.open_block("text", out)  # the structured answer
             return
         self._by_index[index] = record.open_tool_call(tool.tool_use_id or "", tool.name or "", out)
@@ -286,13 +286,7 @@ class BedrockTranslator:
 
     def _stop(self, reason: str) -> None:
         record = self._record
-        stop = _STOPS.get(reason)
-        if (
-            stop == "toolUse"
-            and record.answer_tool is not None
-            and not any(b.kind == "tool-call" for b in record.blocks)
-        ):
-            stop = "stop"  # only the answer tool was called: the answer is complete
+        stop = record.settled(_STOPS.get(reason))
         if stop is not None:
             record.stop_reason = stop
             return

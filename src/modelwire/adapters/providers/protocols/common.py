@@ -185,6 +185,21 @@ class ResponseRecord:
         # input streams as the answer's text, and calling it is a plain stop
         self.answer_tool: str | None = None
 
+    def is_answer_tool(self, name: str | None) -> bool:
+        """Whether a tool call named `name` is the forced answer tool (its input is the text)."""
+        return self.answer_tool is not None and name == self.answer_tool
+
+    def settled(self, stop: StopReason | None) -> StopReason | None:
+        """`stop`, except that a tool-use stop that called only the answer tool is a plain stop
+        (the structured answer is complete)."""
+        if (
+            stop == "toolUse"
+            and self.answer_tool is not None
+            and not any(b.kind == "tool-call" for b in self.blocks)
+        ):
+            return "stop"
+        return stop
+
     def refuse(self, piece: str) -> None:
         """Accumulate refusal text (the response then finishes as a CONTENT_FILTER failure)."""
         if self.refusal is None:
