@@ -19,10 +19,10 @@ from typing import Final, NamedTuple
 
 from ..codes import ErrorCode
 from ..errortext import is_context_window_exceeded_error
+from .durations import duration_s
 
 __all__ = ["GoogleErrorFacts", "google_error_code", "google_error_facts", "google_status_code"]
 
-_DURATION: Final = re.compile(r"\s*(\d+(?:\.\d+)?)s\s*")
 _MAX_DELAY_MS: Final = float(2**53 - 1)
 _OVERFLOW: Final = re.compile(r"input token count.{0,40}exceeds", re.IGNORECASE | re.DOTALL)
 _STATUS_CODES: Final[dict[str, str]] = {
@@ -53,10 +53,10 @@ def _duration_ms(value: object) -> float | None:
     """Milliseconds of a protobuf Duration string (``"37s"``, ``"34.4s"``); None if unusable."""
     if not isinstance(value, str):
         return None
-    found = _DURATION.fullmatch(value)
-    if found is None:
+    seconds = duration_s(value)
+    if seconds is None:
         return None
-    ms = round(float(found.group(1)) * 1000.0, 3)
+    ms = round(seconds * 1000.0, 3)
     if not math.isfinite(ms) or ms <= 0 or ms > _MAX_DELAY_MS:
         return None
     return ms

@@ -19,7 +19,6 @@ never an error, so a malformed header can neither fail nor stall a call.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from email.utils import parsedate_to_datetime
@@ -27,6 +26,7 @@ from typing import Final
 
 import msgspec
 
+from .durations import duration_s
 from .status import parse_retry_after
 
 __all__ = ["SKEW_S", "RateLimitHeaders", "parse_duration_s", "parse_rate_limit_headers"]
@@ -36,8 +36,6 @@ SKEW_S: Final = 2.0
 are measured against ``Date``."""
 
 _EPOCH_FLOOR: Final = 1e9
-_DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)")
-_UNIT_S: Final = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 
 
 class RateLimitHeaders(msgspec.Struct, frozen=True, kw_only=True):
@@ -68,11 +66,7 @@ def parse_duration_s(text: str | None, *, now: float) -> float | None:
     plain = _number(text)
     if plain is not None:
         return max(plain - now, 0.0) if plain > _EPOCH_FLOOR else plain
-    parts = _DURATION.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        return None
-    total = sum(float(n) * _UNIT_S[u] for n, u in parts)
-    return total if math.isfinite(total) else None
+    return duration_s(text)
 
 
 def _instant(text: str | None) -> float | None:
