@@ -18,6 +18,7 @@ from modelwire.errors import HarnessError
 from modelwire.runtime import LlmRuntime
 from modelwire.runtime.adapter import LlmAdapter
 from modelwire.session import Event, MemoryLog, SessionLog, open_log
+from modelwire.session.lease import Decision, LeaseRow
 from modelwire.session.log import Row, SessionInfo, StoredRow
 from modelwire.vocab import (
     BlockEnd,
@@ -140,6 +141,7 @@ class FlakyFlushLog(SessionLog):
         self.fail_at = fail_at or set()
         self.flushes = 0
         self.trace: list[str] = []
+        self._fences = inner._fences  # the inner log's appends check this instance's fences
 
     def describe(self) -> str:
         return f"flaky({self.inner.describe()})"
@@ -173,6 +175,17 @@ class FlakyFlushLog(SessionLog):
 
     async def _list_sessions(self) -> list[SessionInfo]:
         return await self.inner._list_sessions()
+
+    async def _lease_txn(
+        self, session_id: str, decide: Decision
+    ) -> tuple[LeaseRow | None, LeaseRow | None]:
+        return await self.inner._lease_txn(session_id, decide)
+
+    async def _lease_rows(self) -> list[LeaseRow]:
+        return await self.inner._lease_rows()
+
+    async def _fence_changed(self, session_id: str) -> None:
+        await self.inner._fence_changed(session_id)
 
     async def _close(self) -> None:
         await self.inner.close()

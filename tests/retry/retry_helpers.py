@@ -19,6 +19,7 @@ from modelwire.retry import RetryInvariantChecker, RetryPlugin
 from modelwire.runtime import LlmRuntime
 from modelwire.runtime.adapter import LlmAdapter
 from modelwire.session import Event, MemoryLog, SessionLog, open_log
+from modelwire.session.lease import Decision, LeaseRow
 from modelwire.session.log import Row, SessionInfo, StoredRow
 from modelwire.vocab import (
     BlockEnd,
@@ -230,6 +231,7 @@ class TraceLog(SessionLog):
         super().__init__()
         self.inner = inner
         self.on_append: Callable[[str], None] | None = None
+        self._fences = inner._fences  # the inner log's appends check this instance's fences
 
     async def _store(
         self,
@@ -259,6 +261,17 @@ class TraceLog(SessionLog):
 
     async def _list_sessions(self) -> list[SessionInfo]:
         return await self.inner._list_sessions()
+
+    async def _lease_txn(
+        self, session_id: str, decide: Decision
+    ) -> tuple[LeaseRow | None, LeaseRow | None]:
+        return await self.inner._lease_txn(session_id, decide)
+
+    async def _lease_rows(self) -> list[LeaseRow]:
+        return await self.inner._lease_rows()
+
+    async def _fence_changed(self, session_id: str) -> None:
+        await self.inner._fence_changed(session_id)
 
     async def _close(self) -> None:
         await self.inner.close()

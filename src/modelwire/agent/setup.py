@@ -30,6 +30,7 @@ from ..errors import ErrorCode, HarnessError
 from ..runtime import LlmRuntime
 from ..runtime.sync import on_bridge_exit, on_sync_loop
 from ..session import open_log
+from ..session.lease import Decision, Lease, LeaseRow
 from ..session.log import ChunkWriter, Row, SessionInfo, SessionLog, StoredRow
 from ..session.urls import redact_url
 
@@ -209,3 +210,27 @@ class LazyLog(SessionLog):
     async def _close(self) -> None:
         if self._inner is not None:
             await self._inner.close()
+
+    # leases and their fences live on the opened log (its appends check them)
+    async def acquire_lease(self, session_id: str, owner: str, ttl_ms: float) -> Lease:
+        return await (await self._log()).acquire_lease(session_id, owner, ttl_ms)
+
+    async def renew_lease(self, lease: Lease, ttl_ms: float) -> Lease:
+        return await (await self._log()).renew_lease(lease, ttl_ms)
+
+    async def release_lease(self, lease: Lease) -> None:
+        await (await self._log()).release_lease(lease)
+
+    async def hold(self, lease: Lease) -> None:
+        await (await self._log()).hold(lease)
+
+    def fence(self, session_id: str) -> int | None:
+        return None if self._inner is None else self._inner.fence(session_id)
+
+    async def _lease_txn(
+        self, session_id: str, decide: Decision
+    ) -> tuple[LeaseRow | None, LeaseRow | None]:
+        return await (await self._log())._lease_txn(session_id, decide)
+
+    async def _lease_rows(self) -> list[LeaseRow]:
+        return await (await self._log())._lease_rows()

@@ -29,7 +29,7 @@ from ..errors import ErrorCode, HarnessError
 from ..vocab.typing import Coro
 from .chunkrun import ChunkWriter, contiguous
 from .deadline import Stalled, within
-from .grouphooks import GroupCommitHooks
+from .groupleases import GroupLeases
 from .log import Row, SessionInfo, StoredRow, stale_write
 from .pending import (
     MAX_PENDING_EVENTS,
@@ -49,7 +49,7 @@ _RELOCK: Final = 256  # sessions of the last transaction re-locked by the next o
 _T = TypeVar("_T")
 
 
-class GroupCommitLog(GroupCommitHooks):
+class GroupCommitLog(GroupLeases):
     """A `SessionLog` that buffers appends inside one open, locked write transaction.
 
     Subclasses implement the `_tx_*` hooks (run one at a time, never concurrently) and the
@@ -227,10 +227,11 @@ class GroupCommitLog(GroupCommitHooks):
         if self._txn_open and session_id in self._next:
             return
         if self._txn_open:
-            following = await self._guard(self._tx_extend(session_id), "lock the session")
-            if following is not None:
-                self._next[session_id] = self._locked_at[session_id] = following
-                return
+            if session_id not in self._fences:  # a fenced session is checked when locked at open
+                following = await self._guard(self._tx_extend(session_id), "lock the session")
+                if following is not None:
+                    self._next[session_id] = self._locked_at[session_id] = following
+                    return
             # Never wait for a lock while holding others (no cross-process deadlock): commit the
             # sessions locked so far, then wait in a fresh transaction.
             await self._commit(durable=False)
@@ -240,6 +241,7 @@ class GroupCommitLog(GroupCommitHooks):
         others = [s for s in self._recent if s != session_id][:_RELOCK]
         try:
             locked = await self._bounded(self._tx_open([session_id, *others]), "lock the session")
+            await self._bounded(self.fence_locked(locked, session_id), "check the lease")
         except BaseException as exc:
             await self._tx_rollback()
             if isinstance(exc, HarnessError) or not isinstance(exc, Exception):

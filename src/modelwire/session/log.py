@@ -52,6 +52,7 @@ from .events import (
     register_event_type,
 )
 from .ids import check_session_id
+from .leasing import Leasing
 
 __all__ = [
     "AbortCause",
@@ -123,16 +124,18 @@ def stale_write(session_id: str, expected: int, actual: int) -> HarnessError:
     )
 
 
-class SessionLog(ABC):
+class SessionLog(Leasing, ABC):
     """Abstract durable session log; subclasses implement only the underscore primitives.
 
     Public API (all async): `append`, `append_many`, `flush`, `read`, `latest`, `sessions`,
-    `exists`, `close`. Sessions are created by their first append. Appends may be buffered
+    `exists`, `close`, and the session leases of `leasing.py` (`acquire_lease`, `renew_lease`,
+    `release_lease`, `hold`, `leases`). Sessions are created by their first append. Appends may be buffered
     (group commit); `flush()` is the durable barrier. Usable as an async context manager.
     """
 
     def __init__(self, *, clock: Callable[[], int] | None = None) -> None:
-        self._clock: Callable[[], int] = clock or now_ms
+        super().__init__()
+        self._clock = clock or now_ms
         self._closed = False
 
     # ---- public API --------------------------------------------------------------------------
@@ -315,6 +318,9 @@ class SessionLog(ABC):
         - Cancellation: if the awaiting task is cancelled, the store either has no effect or
           completes, and every later call on this instance observes that outcome (the agent loop
           asks `_load_latest` whether an interrupted chunk append landed, to cite it).
+        - Fencing: when the session is fenced (`self._fences`, `leasing.py`), the stored lease is
+          checked under the same lock/transaction as the write (`_fence_check`): a lease taken
+          over or expired raises `LEASE_LOST` and stores nothing.
         - `rows` are already validated and encoded: store the type, time and bytes verbatim.
         - Storage failures raise `HarnessError` `LOG_UNAVAILABLE` (naming the backend/path, never
           credentials); never a partial session.

@@ -12,6 +12,7 @@ from time import time_ns
 from ..events import AssistantChunk, Event
 from ..vocab import StreamChunk
 from .chunkrun import CHUNK_TYPE, TEXTS, ChunkWriter, check_chunk, row_time
+from .lease import Decision, LeaseRow
 from .log import Row, SessionInfo, SessionLog, StoredRow, now_ms, stale_write
 
 __all__ = ["MemoryLog"]
@@ -31,6 +32,7 @@ class MemoryLog(SessionLog):
     def __init__(self, *, clock: Callable[[], int] | None = None) -> None:
         super().__init__(clock=clock)
         self._sessions: dict[str, _Session] = {}
+        self._lease_table: dict[str, LeaseRow] = {}
 
     def describe(self) -> str:
         """`memory:`."""
@@ -57,6 +59,8 @@ class MemoryLog(SessionLog):
         first = 0 if session is None else len(session.rows)
         if expect_seq is not None and expect_seq != first:
             raise stale_write(session_id, expect_seq, first)
+        if self._fences:
+            self._fence_check(session_id, self._lease_table.get(session_id), self._clock())
         session = self._session(session_id)
         # No await between reading the count and appending: atomic within the event loop.
         for offset, (name, at, raw) in enumerate(rows):
@@ -94,6 +98,18 @@ class MemoryLog(SessionLog):
     async def _close(self) -> None:
         return None
 
+    async def _lease_txn(
+        self, session_id: str, decide: Decision
+    ) -> tuple[LeaseRow | None, LeaseRow | None]:
+        before = self._lease_table.get(session_id)
+        row = decide(before, self._clock())  # no await: atomic within the event loop
+        if row is not None:
+            self._lease_table[session_id] = row
+        return before, row
+
+    async def _lease_rows(self) -> list[LeaseRow]:
+        return list(self._lease_table.values())
+
 
 class _MemoryChunkWriter(ChunkWriter):
     """Pushes are always taken at once: the chunk event is validated and kept decoded."""
@@ -110,6 +126,8 @@ class _MemoryChunkWriter(ChunkWriter):
         if log._closed:
             log._check_open()
         sid = self.session_id
+        if log._fences:
+            log._fence_check(sid, log._lease_table.get(sid), log._clock())
         if not (
             type(chunk) in TEXTS
             and type(chunk.index) is int  # type: ignore[union-attr]

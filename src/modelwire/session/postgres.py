@@ -26,6 +26,8 @@ from urllib.parse import unquote, urlsplit
 
 from ..errors import ErrorCode, HarnessError
 from .groupcommit import GroupCommitLog
+from .lease import Decision, LeaseRow
+from .lease_sql import SELECT_ALL, SELECT_ONE, UPSERT, for_postgres, lease_row, upsert_args
 from .log import SessionInfo, StoredRow
 from .pending import PendingRow, session_updates
 from .postgres_sql import COLUMNS, SCHEMA_VERSION, WRITE, ensure_schema, stored_row
@@ -296,6 +298,36 @@ class PostgresLog(GroupCommitLog):
         await conn.execute(
             "BEGIN; SET LOCAL synchronous_commit = on; SELECT txid_current(); COMMIT"
         )
+
+    async def _tx_lease(
+        self, session_id: str, decide: Decision, now_ms: int
+    ) -> tuple[LeaseRow | None, LeaseRow | None]:
+        conn = await self._db()
+        sql = self._pg.sql
+        begin = "BEGIN; SELECT pg_advisory_xact_lock({}, hashtext({}))"  # the appends' lock
+        try:
+            await conn.execute(sql.SQL(begin).format(LOCK_NAMESPACE, session_id))
+            cur = await conn.execute(for_postgres(SELECT_ONE), (session_id,))
+            found = await cur.fetchone()
+            before = None if found is None else lease_row(found)
+            after = decide(before, now_ms)
+            if after is not None:
+                await conn.execute(for_postgres(UPSERT), upsert_args(after))
+            await conn.execute("COMMIT")
+        except BaseException:
+            await self._tx_rollback()
+            raise
+        return before, after
+
+    async def _tx_fences(self, session_ids: Sequence[str]) -> dict[str, LeaseRow]:
+        conn = await self._db()
+        cur = await conn.execute(SELECT_ALL + " WHERE session_id = ANY(%s)", (list(session_ids),))
+        return {row.session_id: row for row in map(lease_row, await cur.fetchall())}
+
+    async def _q_leases(self) -> list[LeaseRow]:
+        conn = await self._db()
+        cur = await conn.execute(SELECT_ALL)
+        return [lease_row(row) for row in await cur.fetchall()]
 
     # ---- queries -----------------------------------------------------------------------------
 

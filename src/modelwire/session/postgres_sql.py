@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from .chunkrun import StoredRun
+from .lease_sql import LEASE_TABLE
 from .log import StoredRow
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ async def ensure_schema(conn: psycopg.AsyncConnection[TupleRow], namespace: int)
         if not (present and all(present)):
             for statement in SCHEMA:
                 await conn.execute(statement)
+        await conn.execute(LEASE_TABLE)  # added beside schema version 2 (older code ignores it)
         cur = await conn.execute("SELECT value FROM modelwire_meta WHERE key = 'schema_version'")
         row = await cur.fetchone()
         if row is not None and row[0] == "1":

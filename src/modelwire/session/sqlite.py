@@ -25,9 +25,11 @@ from typing import Any, Final, Self, TypeVar
 
 from .chunkrun import StoredRun
 from .groupcommit import GroupCommitLog
+from .lease import Decision, LeaseRow
 from .log import SessionInfo, StoredRow
 from .pending import PendingRow, session_updates
 from .sqlite_file import APPLICATION_ID, SCHEMA_VERSION, SqliteFile, sqlite_path_from_url
+from .sqlite_leases import w_fences, w_lease, w_leases
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteLog", "sqlite_path_from_url"]
 
@@ -183,6 +185,17 @@ class SqliteLog(SqliteFile, GroupCommitLog):
         finally:
             self._w_rollback()
             conn.execute("PRAGMA synchronous = NORMAL")
+
+    async def _tx_lease(
+        self, session_id: str, decide: Decision, now_ms: int
+    ) -> tuple[LeaseRow | None, LeaseRow | None]:
+        return await self._call(w_lease, self._db, session_id, decide, now_ms)
+
+    async def _tx_fences(self, session_ids: Sequence[str]) -> dict[str, LeaseRow]:
+        return await self._call(w_fences, self._db, session_ids)
+
+    async def _q_leases(self) -> list[LeaseRow]:
+        return await self._call(w_leases, self._db)
 
     # ---- queries -----------------------------------------------------------------------------
 

@@ -1,0 +1,121 @@
+"""Leases and fences on the group-commit backends (SQLite, PostgreSQL; rules in `lease.py`).
+
+A lease operation runs as its own short transaction on the log's connection: the open group
+transaction (if any) is committed first, then the backend's `_tx_lease` takes the session's
+write lock (the lock appends take), reads the lease row, applies the decision and stores it.
+
+Fences are checked when a group transaction locks a session (`fence_locked`): the lease rows of
+the fenced sessions it locked are read under those locks, and a session whose lease is lost is
+refused — the first one raises `LEASE_LOST` (nothing was written in that transaction yet), one of
+the others tried along is left unlocked, so its own next append meets the refusal. While the
+transaction holds a session, a takeover waits for its commit (it needs the same lock), so every
+row written under a checked lock was written under a live lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from abc import abstractmethod
+from collections.abc import Sequence
+from typing import TypeVar
+
+from ..errors import HarnessError
+from ..vocab.typing import Coro
+from .grouphooks import GroupCommitHooks
+from .lease import Decision, LeaseRow, lease_lost
+
+__all__ = ["GroupLeases"]
+
+_T = TypeVar("_T")
+
+
+class GroupLeases(GroupCommitHooks):
+    """The lease primitives of a group-commit log (see the module docstring)."""
+
+    _gate: asyncio.Lock
+    _next: dict[str, int]
+
+    @abstractmethod
+    async def _commit(self, *, durable: bool) -> None:
+        """Commit the open group transaction, if any."""
+
+    @abstractmethod
+    async def _bounded(self, awaitable: Coro[_T], action: str) -> _T:
+        """One storage operation under the client-side deadline."""
+
+    @abstractmethod
+    async def _shielded(self, coro: Coro[_T]) -> _T:
+        """Run a storage operation to completion even if the caller is cancelled."""
+
+    @abstractmethod
+    def _check_usable(self) -> None:
+        """Raise the recorded failure of a broken instance."""
+
+    @abstractmethod
+    async def _tx_lease(
+        self, session_id: str, decide: Decision, now_ms: int
+    ) -> tuple[LeaseRow | None, LeaseRow | None]:
+        """In a transaction of its own (none is open), lock `session_id` as an append would,
+        read its lease row, store `decide(row, now_ms)` unless None, commit; return both."""
+
+    @abstractmethod
+    async def _tx_fences(self, session_ids: Sequence[str]) -> dict[str, LeaseRow]:
+        """Inside the open transaction: the lease rows of `session_ids` (locked by it)."""
+
+    @abstractmethod
+    async def _q_leases(self) -> list[LeaseRow]:
+        """Query every lease row (an absent table: none)."""
+
+    async def _lease_txn(
+        self, session_id: str, decide: Decision
+    ) -> tuple[LeaseRow | None, LeaseRow | None]:
+        return await self._shielded(self._lease_locked(session_id, decide))
+
+    async def _lease_locked(
+        self, session_id: str, decide: Decision
+    ) -> tuple[LeaseRow | None, LeaseRow | None]:
+        async with self._gate:
+            self._check_usable()
+            await self._commit(durable=False)
+            try:
+                return await self._bounded(
+                    self._tx_lease(session_id, decide, self._clock()), "update the lease"
+                )
+            except HarnessError:
+                raise
+            except Exception as exc:
+                raise self._storage_error(exc, "update the lease") from exc
+
+    async def _lease_rows(self) -> list[LeaseRow]:
+        async with self._gate:
+            self._check_usable()
+            await self._commit(durable=False)
+            try:
+                return await self._bounded(self._q_leases(), "read the leases")
+            except HarnessError:
+                raise
+            except Exception as exc:
+                raise self._storage_error(exc, "read the leases") from exc
+
+    async def _fence_changed(self, session_id: str) -> None:
+        if session_id in self._next:  # locked (and checked) before the fence existed
+            async with self._gate:
+                if session_id in self._next:
+                    await self._commit(durable=False)
+
+    async def fence_locked(self, locked: dict[str, int], first: str | None) -> None:
+        """Check the fences of the sessions just `locked` (see the module docstring); `first` is
+        the session the caller appends to (its refusal is raised), or None for an extension."""
+        fenced = [s for s in locked if s in self._fences]
+        if not fenced:
+            return
+        rows = await self._tx_fences(fenced)
+        now = self._clock()
+        for sid in fenced:
+            row = rows.get(sid)
+            token = self._fences[sid]
+            if row is not None and row.token == token and row.live(now):
+                continue
+            if first is None or sid == first:
+                raise lease_lost(sid, token, row, now)
+            del locked[sid]

@@ -1,0 +1,222 @@
+"""Session leases with fencing: who may write a session now, and the token that proves it.
+
+A writer takes a *lease* on a session before a turn (`SessionLog.acquire_lease`): an owner id,
+an expiry and a fencing token that grows by one with every new holder. While an instance of a log
+holds a lease (it acquired it, or was told of one taken elsewhere with `hold`), every append of
+that session checks the token in the same transaction as the insert: when the stored lease has
+another token (taken over) or has expired, the append writes nothing and raises `LEASE_LOST` —
+even from a process that was paused and wakes up later. A lost lease stays fenced until released,
+so a writer that lost its lease can never fall back to writing unfenced.
+
+The rules are pure functions of the stored `LeaseRow` and the log's clock (`decide_acquire`,
+`decide_renew`, `decide_release`, `fence_error`); each backend runs them inside one transaction
+that holds the session's write lock (`_lease_txn`), the same lock its appends take, so a takeover
+waits for any open append transaction of the session and every append sees the newest holder.
+Clocks only decide *when* a lease may be taken over; the token alone keeps writers apart, so a
+skewed clock can delay a takeover or cause a needless one, never two writers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Final
+
+import msgspec
+
+from ..errors import ErrorCode, HarnessError
+
+__all__ = [
+    "Lease",
+    "LeaseRow",
+    "check_lease_ms",
+    "decide_acquire",
+    "decide_release",
+    "decide_renew",
+    "fence_error",
+    "lease_lost",
+]
+
+RELEASED: Final = 0
+"""The `expires_ms` of a released lease (its token is kept, so tokens keep growing)."""
+
+
+class LeaseRow(msgspec.Struct, frozen=True):
+    """A stored lease: the session, its holder, the fencing token and the expiry (epoch ms;
+    `0` once released)."""
+
+    session_id: str
+    owner: str
+    token: int
+    expires_ms: int
+
+    def live(self, now_ms: int) -> bool:
+        """True while the lease is held (not released, not expired)."""
+        return self.expires_ms > now_ms
+
+
+class Lease(msgspec.Struct, frozen=True):
+    """A lease held by this writer: `row` as stored when it was taken or renewed, and `prior`,
+    the lease it replaced (None: the session never had one) — its holder is gone."""
+
+    row: LeaseRow
+    prior: LeaseRow | None = None
+
+    @property
+    def session_id(self) -> str:
+        """The leased session."""
+        return self.row.session_id
+
+    @property
+    def owner(self) -> str:
+        """The holder's owner id."""
+        return self.row.owner
+
+    @property
+    def token(self) -> int:
+        """The fencing token."""
+        return self.row.token
+
+    @property
+    def expires_ms(self) -> int:
+        """When the lease expires unless renewed (epoch ms, by the log's clock)."""
+        return self.row.expires_ms
+
+
+def check_lease_ms(lease_ms: float, renew_ms: float | None, *, where: str = "lease_ms") -> float:
+    """The renewal interval for a lease of `lease_ms` (default a third of it); a lease not longer
+    than its renewal interval, or a non-positive or non-finite value, is `INVALID_CONFIG` naming
+    the values."""
+    if (
+        isinstance(lease_ms, bool)
+        or not isinstance(lease_ms, (int, float))
+        or not (math.isfinite(lease_ms) and lease_ms > 0)
+    ):
+        raise HarnessError(
+            f"{where} must be a positive number of milliseconds, got {lease_ms!r}",
+            ErrorCode.INVALID_CONFIG,
+        )
+    renew = lease_ms / 3 if renew_ms is None else renew_ms
+    if (
+        isinstance(renew, bool)
+        or not isinstance(renew, (int, float))
+        or not (math.isfinite(renew) and renew > 0)
+    ):
+        raise HarnessError(
+            f"the lease renewal interval must be a positive number of milliseconds, got "
+            f"{renew_ms!r}",
+            ErrorCode.INVALID_CONFIG,
+        )
+    if renew >= lease_ms:
+        raise HarnessError(
+            f"{where} ({lease_ms:g} ms) must be longer than its renewal interval ({renew:g} ms): "
+            "the lease would expire before it is renewed",
+            ErrorCode.INVALID_CONFIG,
+        )
+    return float(renew)
+
+
+def _check_owner(owner: str) -> str:
+    if not isinstance(owner, str) or not owner or len(owner) > 200:
+        raise HarnessError(
+            f"a lease owner must be a non-empty string of at most 200 characters, got {owner!r}",
+            ErrorCode.INVALID_ARGS,
+        )
+    return owner
+
+
+def _ttl(ttl_ms: float) -> int:
+    if (
+        isinstance(ttl_ms, bool)
+        or not isinstance(ttl_ms, (int, float))
+        or not (math.isfinite(ttl_ms) and ttl_ms > 0)
+    ):
+        raise HarnessError(
+            f"a lease duration must be a positive number of milliseconds, got {ttl_ms!r}",
+            ErrorCode.INVALID_ARGS,
+        )
+    return max(1, math.ceil(ttl_ms))
+
+
+def lease_held(row: LeaseRow, now_ms: int) -> HarnessError:
+    """`TURN_IN_PROGRESS`: another owner holds a live lease on the session."""
+    return HarnessError(
+        f"session {row.session_id!r} is leased by {row.owner!r} (token {row.token}) for another "
+        f"{row.expires_ms - now_ms} ms: its writer is alive, so its turn is neither resumed nor "
+        "closed by another (it is taken over only once the lease expires)",
+        ErrorCode.TURN_IN_PROGRESS,
+    )
+
+
+def lease_lost(session_id: str, token: int, row: LeaseRow | None, now_ms: int) -> HarnessError:
+    """`LEASE_LOST` naming what became of the lease with `token`."""
+    if row is None:
+        what = "the session has no lease"
+    elif row.token != token:
+        what = f"it was taken over by {row.owner!r} (token {row.token})"
+    elif row.expires_ms == RELEASED:
+        what = "it was released"
+    else:
+        what = f"it expired {now_ms - row.expires_ms} ms ago"
+    return HarnessError(
+        f"session {session_id!r}: the lease with token {token} is lost ({what}); nothing was "
+        "written",
+        ErrorCode.LEASE_LOST,
+    )
+
+
+def fence_error(
+    session_id: str, token: int, row: LeaseRow | None, now_ms: int
+) -> HarnessError | None:
+    """The `LEASE_LOST` refusal of an append fenced by `token`, or None when the lease holds."""
+    if row is not None and row.token == token and row.live(now_ms):
+        return None
+    return lease_lost(session_id, token, row, now_ms)
+
+
+Decision = Callable[[LeaseRow | None, int], LeaseRow | None]
+"""What a backend's `_lease_txn` runs under the session's lock: the stored row and the log's
+clock in, the row to store out (None: store nothing); may raise to store nothing."""
+
+
+def decide_acquire(session_id: str, owner: str, ttl_ms: float) -> Decision:
+    """Take the lease: free, released or expired → the next token; held by `owner` itself →
+    renewed under the same token; live under another owner → `TURN_IN_PROGRESS`."""
+    _check_owner(owner)
+    ttl = _ttl(ttl_ms)
+
+    def decide(row: LeaseRow | None, now: int) -> LeaseRow:
+        if row is None:
+            return LeaseRow(session_id, owner, 1, now + ttl)
+        if row.live(now):
+            if row.owner != owner:
+                raise lease_held(row, now)
+            return LeaseRow(session_id, owner, row.token, now + ttl)
+        return LeaseRow(session_id, owner, row.token + 1, now + ttl)
+
+    return decide
+
+
+def decide_renew(lease: Lease, ttl_ms: float) -> Decision:
+    """Extend a lease still held under its token; otherwise `LEASE_LOST` (an expired lease is
+    lost even when nobody took it over: its writer may have been presumed dead)."""
+    ttl = _ttl(ttl_ms)
+
+    def decide(row: LeaseRow | None, now: int) -> LeaseRow:
+        error = fence_error(lease.session_id, lease.token, row, now)
+        if error is not None:
+            raise error
+        return LeaseRow(lease.session_id, lease.owner, lease.token, now + ttl)
+
+    return decide
+
+
+def decide_release(lease: Lease) -> Decision:
+    """Give the lease up (it may be taken at once); a lease already lost is left alone."""
+
+    def decide(row: LeaseRow | None, now: int) -> LeaseRow | None:
+        if row is None or row.token != lease.token:
+            return None
+        return LeaseRow(lease.session_id, row.owner, row.token, RELEASED)
+
+    return decide
