@@ -66,10 +66,12 @@ class Event(msgspec.Struct, frozen=True, gc=False):  # no cycles: see session/ch
 # ---- turn and step boundaries ----------------------------------------------------------------
 
 
-class TurnStart(msgspec.Struct, frozen=True):
-    """`turn/start`: a new turn, numbered from 1 per session."""
+class TurnStart(msgspec.Struct, frozen=True, omit_defaults=True):
+    """`turn/start`: a new turn, numbered from 1 per session; `ticket`: the turn queue's ticket
+    it runs (omitted for a turn not run from a queue)."""
 
     turn: int
+    ticket: str | None = None
 
 
 class AbortCause(msgspec.Struct, frozen=True, omit_defaults=True):

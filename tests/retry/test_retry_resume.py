@@ -118,6 +118,8 @@ def _resumer(
         plugins=[RetryPlugin(sleep=sleep)],
         clock=fake,
         sleep=None if fake is None else fake.sleep,
+        # the fake clock jumps through whole backoffs, and no lease renewal runs in fake time
+        lease_ms=3_600_000.0,
     )
 
 

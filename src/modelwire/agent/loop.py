@@ -12,39 +12,36 @@ are run by a `TurnLoop` (`turn.py`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Generic, Protocol, TypeVar, overload
 
-from ..errors import ErrorCode, HarnessError, normalize_llm_failure
+from ..errors import ErrorCode, HarnessError
 from ..runtime.sync import run_sync
 from ..session.events import (
     AbortCause,
-    TurnAborted,
-    TurnCompleted,
-    TurnEnd,
-    TurnEndReason,
-    TurnErrored,
     TurnStart,
 )
+from ..session.lease import Lease
 from ..session.log import SessionLog
 from ..vocab import Message, ToolSchema
-from .cancel import TurnCancelled, TurnSignal
-from .hooks import AgentHooks, ErrorContext, TurnHookContext
+from .cancel import TurnSignal
+from .frame import run_frame
+from .hooks import AgentHooks
 from .inputs import UserInput, as_user_message
+from .leasing import DEFAULT_LEASE_MS, TurnLeases
 from .limits import UsageLimits, check_count, check_usage_limits
 from .options import check_max_tokens, check_ms, output_of, tool_map
 from .output import OutputSpec
 from .ports import RuntimeLike
 from .repair import DEFAULT_REPAIR_AFTER_MS, repair_facts
-from .request import LogView, RequestSeed, derive_messages
+from .request import LogView, RequestSeed
 from .result import OutputT, TurnResult
 from .setup import ConfigSource, LazyLog, default_log_url, open_runtime, split_model
 from .step import SessionState, StepRunner
 from .tools import Tool
-from .turn import TurnLoop, TurnState, open_resumed
+from .turn import TurnState, open_resumed
 from .wait import Sleep
 
 __all__ = ["Agent", "AgentPlugin", "TurnResult", "UserInput"]
@@ -77,6 +74,8 @@ class Agent(Generic[OutputT]):
     `usage_limits` per turn, `output_retries` corrections, `max_parallel_tools` per step. Every
     option is checked here (`INVALID_CONFIG` naming the field). `clock` (epoch ms) and `sleep`
     (seconds) are the agent's time: an open turn's age, a resumed retry's wait, tool timeouts.
+    Each turn holds the session's lease (`leasing.py`): `lease_ms` long (None: no lease),
+    renewed every `lease_renew_ms` (default a third), taken as `owner` (default host:pid:random).
     """
 
     def __init__(
@@ -98,6 +97,9 @@ class Agent(Generic[OutputT]):
         reasoning_effort: str | None = None,
         temperature: float | None = None,
         repair_after_ms: float = DEFAULT_REPAIR_AFTER_MS,
+        lease_ms: float | None = DEFAULT_LEASE_MS,
+        lease_renew_ms: float | None = None,
+        owner: str | None = None,
         cancel_grace_ms: float = 2_000.0,
         clock: Callable[[], int] | None = None,
         sleep: Sleep | None = None,
@@ -119,6 +121,13 @@ class Agent(Generic[OutputT]):
         self.sleep: Sleep = sleep or asyncio.sleep
         self.runtime = runtime
         self.log = log
+        self.leases = TurnLeases(
+            log,
+            owner=owner,
+            lease_ms=lease_ms,
+            renew_ms=lease_renew_ms,
+            release_ms=self.cancel_grace_ms,
+        )
         self.provider = provider
         self.model = model
         self.system = system
@@ -230,13 +239,32 @@ class Agent(Generic[OutputT]):
     # ---- the turn --------------------------------------------------------------------------
 
     @overload
-    async def run_turn(self, session_id: str, user_input: UserInput) -> TurnResult[OutputT]: ...
+    async def run_turn(
+        self,
+        session_id: str,
+        user_input: UserInput,
+        *,
+        lease: Lease | None = None,
+        ticket: str | None = None,
+    ) -> TurnResult[OutputT]: ...
     @overload
     async def run_turn(
-        self, session_id: str, user_input: UserInput, *, output_type: type[U]
+        self,
+        session_id: str,
+        user_input: UserInput,
+        *,
+        output_type: type[U],
+        lease: Lease | None = None,
+        ticket: str | None = None,
     ) -> TurnResult[U]: ...
     async def run_turn(
-        self, session_id: str, user_input: UserInput, *, output_type: object = None
+        self,
+        session_id: str,
+        user_input: UserInput,
+        *,
+        output_type: object = None,
+        lease: Lease | None = None,
+        ticket: str | None = None,
     ) -> TurnResult[Any]:  # Any: the output type of this turn (overloads above)
         """Run one new turn: `turn/start`, Steps until no tool calls remain, `turn/end`.
 
@@ -246,7 +274,10 @@ class Agent(Generic[OutputT]):
         reason `error` (returned, not raised). Cancelling the calling task writes
         `turn/end {aborted}` and re-raises `CancelledError`; a cancel issued from inside the turn
         (a hook calling `signal.cancel()`) returns reason `aborted` instead. `output_type`
-        overrides the agent's for this turn.
+        overrides the agent's for this turn. The session's lease is taken first (another live
+        writer's: `TURN_IN_PROGRESS`; once it is taken, an open turn its dead holder left is
+        repaired at once) or `lease` (a queue's claim) is held; a lease lost meanwhile raises
+        `LEASE_LOST`. `ticket` is recorded on `turn/start` (a turn queue's ticket id).
         """
         self._check_usable()
         first = as_user_message(user_input)
@@ -254,7 +285,10 @@ class Agent(Generic[OutputT]):
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with lock:
             return await self._turn(
-                session_id, output, lambda view: self._open_new(session_id, view, first)
+                session_id,
+                output,
+                lease,
+                lambda view, held: self._open_new(session_id, view, first, held, ticket),
             )
 
     @overload
@@ -272,7 +306,7 @@ class Agent(Generic[OutputT]):
         return run_sync(lambda: self.run_turn(session_id, user_input, output_type=output_type))
 
     async def resume_turn(
-        self, session_id: str, *, output_type: object = None
+        self, session_id: str, *, output_type: object = None, lease: Lease | None = None
     ) -> TurnResult[Any]:  # Any: the agent's output type, or this turn's `output_type`
         """Continue the turn a dead process left open in `session_id`, under the same number.
 
@@ -281,16 +315,17 @@ class Agent(Generic[OutputT]):
         wait, then `llm/retry-started`; an undecided failure runs `on_request_error` again); an
         open Step whose message was committed gets `TOOL_INTERRUPTED` results for the tool calls
         without a result (tools are never run twice) and its `step/end`; then Steps go on until
-        no tool calls remain. Only for a turn whose process is gone. No open turn (or no such
-        session) raises `HarnessError` `NOTHING_TO_RESUME`; everything else is as in `run_turn`,
-        limits included (steps and tokens counted from the log).
+        no tool calls remain. Only for a turn whose process is gone: the lease is taken first, so
+        a live holder's turn is refused (`TURN_IN_PROGRESS`). No open turn (or no such session)
+        raises `HarnessError` `NOTHING_TO_RESUME`; everything else is as in `run_turn`, limits
+        included (steps and tokens counted from the log).
         """
         self._check_usable()
         output = self._output(output_type)
         lock = self._locks.setdefault(session_id, asyncio.Lock())
         async with lock:
             return await self._turn(
-                session_id, output, lambda view: self._open_resumed(session_id, view)
+                session_id, output, lease, lambda view, _: self._open_resumed(session_id, view)
             )
 
     def _output(self, output_type: object) -> OutputSpec | None:
@@ -302,14 +337,17 @@ class Agent(Generic[OutputT]):
         if self._closed:
             raise HarnessError("agent is closed", ErrorCode.INVALID_ARGS)
 
-    async def _open_new(self, sid: str, view: LogView, first: Message | None) -> TurnState:
+    async def _open_new(
+        self, sid: str, view: LogView, first: Message | None, held: Lease | None, ticket: str | None
+    ) -> TurnState:
         turn = view.last_turn + 1
         # One conditional append: the repair and the turn number are decisions derived from
         # the view, so they land only if no other writer appended since (else STALE_WRITE).
-        ours = self._opened.get(sid) == view.open_turn
+        # A lease taken over from an earlier holder proves that holder gone.
+        ours = self._opened.get(sid) == view.open_turn or (held is not None and bool(held.prior))
         facts = [
             *repair_facts(sid, view, ours, self.clock(), self.repair_after_ms),
-            TurnStart(turn),
+            TurnStart(turn, ticket),
         ]
         events = await self.log.append_many(sid, facts, expect_seq=view.next_seq)
         self._opened[sid] = turn
@@ -324,76 +362,14 @@ class Agent(Generic[OutputT]):
         self,
         sid: str,
         output: OutputSpec | None,
-        opener: Callable[[LogView], Awaitable[TurnState]],
+        given: Lease | None,
+        opener: Callable[[LogView, Lease | None], Awaitable[TurnState]],
     ) -> TurnResult[Any]:  # Any: the turn's output type
-        """The turn frame shared by `run_turn` and `resume_turn`: open, Steps, `turn/end`."""
-        log = self.log
+        """The turn under the session's lease (`leasing.py`)."""
         signal = TurnSignal(asyncio.current_task())
-        self._signals[sid] = signal
-        try:
-            state = await opener(await self._session(sid).view.refresh(log, sid))
-        except BaseException:
-            self._signals.pop(sid, None)
-            raise
-        turn = state.turn
-        reason: TurnEndReason = TurnCompleted()
-        try:
-            try:
-                steps = TurnLoop(
-                    agent=self,
-                    log=log,
-                    hooks=self.hooks,
-                    inbox=self._inbox,
-                    session=self._session(sid),
-                    signal=signal,
-                    runner=self._runner(output),
-                    max_steps=self.max_steps,
-                    usage_limits=self.usage_limits,
-                    output_retries=self.output_retries,
-                )
-                opened = TurnHookContext(agent=self, session_id=sid, turn=turn, signal=signal)
-                reason = await self.hooks.on_turn.run(opened, lambda: steps.run(state))
-            except Exception as exc:
-                failure = normalize_llm_failure(exc)
-                reason = TurnErrored(failure)
-                self._notify_error(
-                    ErrorContext(
-                        session_id=sid, turn=turn, step=state.step, failure=failure, error=exc
-                    )
-                )
-        except TurnCancelled:
-            reason = TurnAborted(AbortCause(signal.cause or "user", signal.reason))
-        except asyncio.CancelledError:
-            # Bounded whatever the log does: a stalled log gets `cancel_grace_ms` to take the
-            # turn/end (the write goes on in the background); a turn left open is repaired later.
-            aborted = TurnAborted(AbortCause(signal.cause or "user", signal.reason))
-            with contextlib.suppress(TimeoutError, HarnessError):
-                async with asyncio.timeout(self.cancel_grace_ms / 1000.0):
-                    await self._end(sid, turn, aborted)
-            raise
-        finally:
-            self._signals.pop(sid, None)
-        await self._end(sid, turn, reason)
-        messages = derive_messages(await log.read(sid, state.start_seq))
-        result: TurnResult[Any] = TurnResult(turn, reason, messages, state.output)  # Any: its type
-        if output is None and isinstance(reason, TurnCompleted):  # plain text: the answer
-            result = TurnResult(turn, reason, messages, result.text)
-        return result
 
-    async def _end(self, sid: str, turn: int, reason: TurnEndReason) -> None:
-        """Append `turn/end` and flush; a failing flush is raised unless the turn already failed."""
-        await self.log.append(sid, TurnEnd(turn, reason))
-        try:
-            await self.log.flush()
-        except Exception:
-            if not isinstance(reason, (TurnErrored, TurnAborted)):
-                raise
-        if self._opened.get(sid) == turn:
-            del self._opened[sid]
+        def lost(error: HarnessError) -> None:
+            signal.cancel("disposed", f"lease lost: {error.message}")
 
-    def _notify_error(self, ctx: ErrorContext) -> None:
-        for observer in tuple(self.hooks.on_error):
-            try:
-                observer(ctx)
-            except Exception:  # observers must not change the turn's outcome
-                continue
+        async with self.leases.turn(sid, given, lost) as held:
+            return await run_frame(self, sid, output, signal, lambda v: opener(v, held))

@@ -10,8 +10,11 @@ settles or continues its last Step for `Agent.resume_turn`, through the turn's `
   `llm/retry-started` is appended with the same `retry_id` and `retry`. A failure no decision
   followed is offered to `on_request_error` again; `GiveUp()` ends the turn in error with it.
 - an open Step whose message was committed gets `TOOL_INTERRUPTED` results for its unanswered
-  tool calls (a tool may have side effects and may have run: it is never run again) and its
-  `step/end`; the turn goes on as the Step's outcome says.
+  tool calls (a tool may have side effects and may have run: it is not run again) and its
+  `step/end`; the turn goes on as the Step's outcome says. A call of a tool declared
+  `idempotent` (safe to run twice) is the exception: it runs again, as a live Step runs its calls
+  (`rerun.py`), unless the message was interrupted or cut at `max_tokens` (no live Step would run
+  those calls).
 - a turn without an open Step goes on as its last Step's outcome says.
 
 With a typed output the last Step's answer is judged again from the log (a rejected answer,
@@ -37,11 +40,21 @@ from ..session.events import (
     TurnInterrupted,
     TurnStart,
 )
-from ..vocab import Aborted, Error, Finish, FinishReason, LlmFailure, MaxTokens, ToolCallBlock
+from ..vocab import (
+    Aborted,
+    ContentBlock,
+    Error,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    MaxTokens,
+    ToolCallBlock,
+)
 from ..vocab.messages import tool_result_message
 from .cancel import cancellation
 from .output import judge, offers_final
 from .request import LogView
+from .rerun import rerun_calls, rerun_step
 from .step import FailedAttempt, StepFrame, StepOutcome, StepRunner
 from .wait import wait_cancellably
 
@@ -60,7 +73,8 @@ INTERRUPTED_TOOL_TEXT = (
 
 
 def interrupted_results(view: LogView) -> list[ToolResultRecord]:
-    """`TOOL_INTERRUPTED` error results for every committed tool call without a `tool/result`."""
+    """`TOOL_INTERRUPTED` error results for every committed tool call without a `tool/result`
+    (whatever its tool: `run_turn`'s repair answers them all so)."""
     return [
         ToolResultRecord(
             turn=turn,
@@ -166,7 +180,8 @@ async def resume_step(
     raised as its `LlmError`.
     """
     log, sid = runner.log, frame.session.session_id
-    facts: list[ToolResultRecord | StepEnd] = list(interrupted_results(frame.session.view))
+    interrupted = interrupted_results(frame.session.view)
+    facts: list[ToolResultRecord | StepEnd] = list(interrupted)
     if point.step_open and point.message is None:
         if facts:
             await log.append_many(sid, facts)
@@ -175,10 +190,14 @@ async def resume_step(
             return await _before_attempt(runner, frame, point)
 
         return await runner.carry_on(frame, attempt=point.attempt + 1, before=before)
-    if point.step_open:
-        facts.append(StepEnd(point.turn, point.step))
-    if facts:
-        await log.append_many(sid, facts)
+    again = _rerun_content(runner, frame, point)
+    if again is not None:
+        await rerun_step(runner, frame, again, interrupted)
+    else:
+        if point.step_open:
+            facts.append(StepEnd(point.turn, point.step))
+        if facts:
+            await log.append_many(sid, facts)
     if point.step == 0:
         return None
     message = point.message
@@ -199,6 +218,21 @@ async def resume_step(
         offered = offers_final(header.tools if header is not None else None)
         verdict = judge(runner.output, offered, message.message)
     return StepOutcome(max_tokens=False, ran_tools=calls, verdict=verdict)
+
+
+def _rerun_content(
+    runner: StepRunner, frame: StepFrame, point: ResumePoint
+) -> Sequence[ContentBlock] | None:
+    """The open Step's committed message content when it has unanswered calls of idempotent
+    tools that a live Step would have run (the message neither interrupted nor cut at
+    `max_tokens`); else None."""
+    message = point.message
+    if not point.step_open or message is None or message.interrupted:
+        return None
+    if isinstance(point.finish, MaxTokens):
+        return None
+    content = message.message.content
+    return content if rerun_calls(runner.tools, content, frame.session.view.unanswered) else None
 
 
 async def _before_attempt(

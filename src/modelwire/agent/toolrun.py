@@ -5,8 +5,11 @@ most `limit` at a time, and each `tool/result` is appended as soon as it and eve
 are in, so the log always holds a prefix of the results in call order. Cancelling the turn
 (also from inside a tool, through its `RunContext.signal`) cancels the running calls and waits
 for them (no task outlives the step); calls left without a result are answered
-`TOOL_INTERRUPTED` by the next `run_turn` or `resume_turn`, as a sequential step's would be. A call of the final-answer tool is answered by validating its arguments. Every other call runs inside the
-agent's `on_tool` wrappers, in its own task.
+`TOOL_INTERRUPTED` by the next `run_turn` or `resume_turn` (which runs a call of an idempotent
+tool again instead, `rerun.py`), as a sequential step's would be. A call of the final-answer tool
+is answered by validating its arguments. Every other call runs inside the agent's `on_tool`
+wrappers, in its own task. A call given a `settled` outcome (a resumed Step's answer to a call it
+does not run again) is neither logged nor run: that outcome is committed in its place.
 """
 
 from __future__ import annotations
@@ -56,16 +59,27 @@ class ToolRun:
     final: OutputSpec | None
 
     async def run(
-        self, sid: str, turn: int, step: int, signal: TurnSignal, calls: Sequence[ToolCallBlock]
+        self,
+        sid: str,
+        turn: int,
+        step: int,
+        signal: TurnSignal,
+        calls: Sequence[ToolCallBlock],
+        *,
+        settled: Mapping[str, ToolOutcome] | None = None,
     ) -> None:
-        """Log, run and answer `calls` (see the module docstring)."""
+        """Log, run and answer `calls`; a call whose id `settled` maps to an outcome is answered
+        with it, in call order, and not run (see the module docstring)."""
         if not calls:
             return
         if signal.cancelled:
             raise cancellation()
-        await self.log.append_many(
-            sid, [ToolCallRecord(turn, step, c.id, c.name, c.arguments) for c in calls]
-        )
+        given = settled or {}
+        running = [c for c in calls if c.id not in given]
+        if running:
+            await self.log.append_many(
+                sid, [ToolCallRecord(turn, step, c.id, c.name, c.arguments) for c in running]
+            )
         gate = asyncio.Semaphore(self.limit)
 
         async def one(call: ToolCallBlock) -> ToolOutcome:
@@ -89,16 +103,20 @@ class ToolRun:
                     hooked, lambda: run_tool_call(call, self.tools, context, sleep=self.sleep)
                 )
 
-        tasks = [asyncio.ensure_future(one(call)) for call in calls]
-        for task in tasks:
-            signal.adopt(task)  # a tool cancelling the turn only marks it (as a hook would)
+        tasks = [None if c.id in given else asyncio.ensure_future(one(c)) for c in calls]
+        started = [t for t in tasks if t is not None]
+        for running_task in started:
+            signal.adopt(running_task)  # a tool cancelling the turn only marks it (as a hook would)
         watch = asyncio.ensure_future(signal.wait())
         try:
             for call, task in zip(calls, tasks, strict=True):
-                await asyncio.wait((task, watch), return_when=asyncio.FIRST_COMPLETED)
-                if not task.done():
-                    raise cancellation()
-                outcome = task.result()
+                if task is None:
+                    outcome = given[call.id]
+                else:
+                    await asyncio.wait((task, watch), return_when=asyncio.FIRST_COMPLETED)
+                    if not task.done():
+                        raise cancellation()
+                    outcome = task.result()
                 await self.log.append(
                     sid,
                     ToolResultRecord(
@@ -113,8 +131,8 @@ class ToolRun:
                     ),
                 )
         finally:
-            for pending in (*tasks, watch):
+            for pending in (*started, watch):
                 pending.cancel()
-            await asyncio.gather(*tasks, watch, return_exceptions=True)
+            await asyncio.gather(*started, watch, return_exceptions=True)
         if signal.cancelled:
             raise cancellation()

@@ -53,7 +53,9 @@ class Tool:
 
     `timeout_ms` (positive, or None for none) bounds an async tool by the agent's sleep: past it
     the call is cancelled and answered `TOOL_TIMEOUT` (a sync function runs to completion on the
-    event loop thread). `signature` is set by `from_function` and decides how `fn` is called.
+    event loop thread). `idempotent` (keyword) declares the tool safe to run twice: a turn resumed
+    after its process died runs an unanswered call of this tool again instead of answering it
+    `TOOL_INTERRUPTED`. `signature` is set by `from_function` and decides how `fn` is called.
     """
 
     name: str
@@ -62,6 +64,7 @@ class Tool:
     fn: Callable[..., object] = field(compare=False)  # a `ToolFn`, or from_function's function
     timeout_ms: float | None = None
     signature: Signature | None = field(default=None, compare=False, repr=False)
+    idempotent: bool = field(default=False, kw_only=True)
 
     @property
     def parameters(self) -> Mapping[str, JsonValue]:
@@ -89,6 +92,11 @@ class Tool:
                 f"None, got {limit!r}",
                 ErrorCode.INVALID_CONFIG,
             )
+        if not isinstance(self.idempotent, bool):
+            raise HarnessError(
+                f"tool {self.name!r}: idempotent must be True or False, got {self.idempotent!r}",
+                ErrorCode.INVALID_CONFIG,
+            )
 
     @classmethod
     def from_function(
@@ -97,10 +105,14 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         *,
+        idempotent: bool = False,
         timeout_ms: float | None = None,
     ) -> Tool:
         """A tool from a typed function (sync or async): name from `fn.__name__`, description
         and parameter texts from its docstring, parameters schema from its type hints.
+
+        `idempotent=True`: safe to run twice: a turn resumed after its process died runs an
+        unanswered call of this tool again instead of answering it `TOOL_INTERRUPTED`.
 
         An unannotated parameter, a type without a JSON Schema, `*args`/`**kwargs` or a name
         providers refuse is `INVALID_CONFIG` naming it.
@@ -114,7 +126,15 @@ class Tool:
             )
         sig = signature_of(fn, tool_name)
         text = description if description is not None else sig.description
-        return cls(tool_name, text, sig.schema, fn, timeout_ms=timeout_ms, signature=sig)
+        return cls(
+            tool_name,
+            text,
+            sig.schema,
+            fn,
+            timeout_ms=timeout_ms,
+            signature=sig,
+            idempotent=idempotent,
+        )
 
     def __call__(self, *args: object, **kwargs: object) -> object:
         """Call the function itself (e.g. in a test of the tool)."""
@@ -130,7 +150,11 @@ class Tool:
 def tool(fn: Callable[..., object], /) -> Tool: ...
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout_ms: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    idempotent: bool = False,
+    timeout_ms: float | None = None,
 ) -> Callable[[Callable[..., object]], Tool]: ...
 def tool(
     fn: Callable[..., object] | None = None,
@@ -138,15 +162,21 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    idempotent: bool = False,
     timeout_ms: float | None = None,
 ) -> Tool | Callable[[Callable[..., object]], Tool]:
-    """Decorator: `@tool` or `@tool(name=..., description=..., timeout_ms=...)` makes a typed
-    function a `Tool` (see `Tool.from_function`)."""
-    if fn is not None:
-        return Tool.from_function(fn)
+    """Decorator: `@tool` or `@tool(name=..., description=..., idempotent=..., timeout_ms=...)`
+    makes a typed function a `Tool` (see `Tool.from_function`). `idempotent=True`: safe to run
+    twice: a turn resumed after its process died runs an unanswered call of this tool again
+    instead of answering it `TOOL_INTERRUPTED`."""
 
     def decorate(inner: Callable[..., object]) -> Tool:
-        return Tool.from_function(inner, name, description, timeout_ms=timeout_ms)
+        return Tool.from_function(
+            inner, name, description, idempotent=idempotent, timeout_ms=timeout_ms
+        )
+
+    if fn is not None:
+        return decorate(fn)
 
     return decorate
 

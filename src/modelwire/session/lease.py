@@ -14,11 +14,18 @@ that holds the session's write lock (`_lease_txn`), the same lock its appends ta
 waits for any open append transaction of the session and every append sees the newest holder.
 Clocks only decide *when* a lease may be taken over; the token alone keeps writers apart, so a
 skewed clock can delay a takeover or cause a needless one, never two writers.
+
+A holder on this machine whose process is gone (owner ids `host:pid:…`, `default_owner()`) need
+not be waited for: `decide_acquire` takes its live lease at once, as it would an expired one. A
+pid reused by another process only means waiting for the expiry; an owner wrongly judged gone is
+fenced out like any other — its appends get `LEASE_LOST` — so the shortcut never admits two writers.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import socket
 from collections.abc import Callable
 from typing import Final
 
@@ -33,7 +40,9 @@ __all__ = [
     "decide_acquire",
     "decide_release",
     "decide_renew",
+    "default_owner",
     "fence_error",
+    "holder_gone",
     "lease_lost",
 ]
 
@@ -179,16 +188,42 @@ Decision = Callable[[LeaseRow | None, int], LeaseRow | None]
 clock in, the row to store out (None: store nothing); may raise to store nothing."""
 
 
-def decide_acquire(session_id: str, owner: str, ttl_ms: float) -> Decision:
-    """Take the lease: free, released or expired → the next token; held by `owner` itself →
-    renewed under the same token; live under another owner → `TURN_IN_PROGRESS`."""
+def default_owner() -> str:
+    """A lease owner id unique to this process and call: `host:pid:random`."""
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def holder_gone(owner: str) -> bool:
+    """True when `owner` (`host:pid:…`) names a process of this machine that no longer exists."""
+    host, _, rest = owner.partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname()[:60] or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # exists, but is not ours to signal
+        return False
+    return False
+
+
+def decide_acquire(
+    session_id: str, owner: str, ttl_ms: float, gone: Callable[[str], bool] = holder_gone
+) -> Decision:
+    """Take the lease: free, released, expired or held by a process `gone` (see the module
+    docstring) → the next token; held by `owner` itself → renewed under the same token; live
+    under another owner → `TURN_IN_PROGRESS`."""
     _check_owner(owner)
     ttl = _ttl(ttl_ms)
 
     def decide(row: LeaseRow | None, now: int) -> LeaseRow:
         if row is None:
             return LeaseRow(session_id, owner, 1, now + ttl)
-        if row.live(now):
+        if row.live(now) and not (row.owner != owner and gone(row.owner)):
             if row.owner != owner:
                 raise lease_held(row, now)
             return LeaseRow(session_id, owner, row.token, now + ttl)

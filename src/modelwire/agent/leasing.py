@@ -1,0 +1,100 @@
+"""The session lease an agent holds while it runs a turn (`run_turn`, `resume_turn`).
+
+Before a turn opens, the agent takes the session's lease (`SessionLog.acquire_lease`, owner the
+agent's `owner` id): a session another live writer holds is refused with `TURN_IN_PROGRESS`, and
+from then on every append of the turn is fenced by the lease's token. A task renews the lease
+every `renew_ms` while the turn runs; once a renewal meets `LEASE_LOST` (the lease expired and was
+taken over, e.g. after this process was paused), the turn is cancelled — it can write nothing
+more — and `run_turn` raises the `LEASE_LOST`. The lease is released when the turn ends, so the
+next writer need not wait for it to expire (a release the log does not take within
+`release_ms`, the agent's `cancel_grace_ms`, is left to expire).
+
+A lease given by the caller (`lease=`, a turn queue's claim) is held instead: the agent fences its
+appends with it and the caller renews and releases it. `lease_ms=None` takes no lease (the turn
+is then guarded only by the log's conditional appends and the silence rule of `repair.py`).
+
+Renewals wait with `asyncio.sleep` unless a `sleep` is given: the agent's own `sleep` (often a
+test's instant one) paces its retries and tools, not the lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Final
+
+from ..errors import ErrorCode, HarnessError
+from ..session.lease import Lease, check_lease_ms, default_owner
+from ..session.log import SessionLog
+from .wait import Sleep
+
+__all__ = ["DEFAULT_LEASE_MS", "TurnLeases", "default_owner"]
+
+DEFAULT_LEASE_MS: Final = 30_000.0
+"""How long an agent's session lease lasts unless renewed."""
+
+
+class TurnLeases:
+    """Takes, renews and releases the session leases of one agent's turns."""
+
+    def __init__(
+        self,
+        log: SessionLog,
+        *,
+        owner: str | None,
+        lease_ms: float | None,
+        renew_ms: float | None,
+        release_ms: float = 2_000.0,
+        sleep: Sleep | None = None,
+    ) -> None:
+        self.log = log
+        self.owner = owner or default_owner()
+        self.lease_ms = lease_ms
+        self.renew_ms = None if lease_ms is None else check_lease_ms(lease_ms, renew_ms)
+        self.release_ms = release_ms
+        self._sleep: Sleep = sleep or asyncio.sleep
+
+    @contextlib.asynccontextmanager
+    async def turn(
+        self, session_id: str, given: Lease | None, on_lost: Callable[[HarnessError], None]
+    ) -> AsyncIterator[Lease | None]:
+        """Hold the session's lease for one turn (see the module docstring); yields it (None
+        when leases are off). `on_lost` is called once when a renewal finds it lost."""
+        if given is not None:
+            if given.session_id != session_id:
+                raise HarnessError(
+                    f"the lease given for session {session_id!r} is the lease of session "
+                    f"{given.session_id!r}",
+                    ErrorCode.INVALID_ARGS,
+                )
+            await self.log.hold(given)
+            yield given
+            return
+        if self.lease_ms is None:
+            yield None
+            return
+        lease = await self.log.acquire_lease(session_id, self.owner, self.lease_ms)
+        keeper = asyncio.get_running_loop().create_task(self._keep(lease, on_lost))
+        try:
+            yield lease
+        finally:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await keeper
+            # bounded: a stalled log must not hold a cancelled turn (the lease then expires)
+            with contextlib.suppress(HarnessError, TimeoutError):
+                async with asyncio.timeout(self.release_ms / 1000.0):
+                    await self.log.release_lease(lease)
+
+    async def _keep(self, lease: Lease, on_lost: Callable[[HarnessError], None]) -> None:
+        assert self.lease_ms is not None and self.renew_ms is not None
+        while True:
+            await self._sleep(self.renew_ms / 1000.0)
+            try:
+                lease = await self.log.renew_lease(lease, self.lease_ms)
+            except HarnessError as exc:
+                if exc.code == ErrorCode.LEASE_LOST:
+                    on_lost(exc)
+                    return
+                continue  # the log is unavailable: the next renewal tries again
