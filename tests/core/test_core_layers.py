@@ -34,6 +34,7 @@ LAYERS = {
     "retry": 7,
     "meter": 7,
     "telemetry": 7,
+    "workers": 7,
     "cli": 8,
     "ui": 8,
 }

@@ -1,0 +1,103 @@
+"""The turn queue's records: a submitted ticket, a worker's claim, a ticket's status.
+
+A ticket is one user turn submitted for a session: `queued` until a worker claims it (taking the
+session's lease in the same transaction), `running` while a worker holds it, then `completed` or
+`failed` exactly once (the ending is written only under the claim's lease). A `running` ticket
+whose lease expired — its worker died or was paused — is claimed again by another worker (a
+takeover), which continues the turn from the log.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal, TypeAlias
+
+import msgspec
+
+from ..errors import ErrorCode, HarnessError
+from ..session.lease import Lease
+
+__all__ = [
+    "DONE_STATES",
+    "SCHEMA_KEY",
+    "SCHEMA_VERSION",
+    "Claim",
+    "QueueCounts",
+    "State",
+    "Ticket",
+    "TicketStatus",
+    "newer_schema",
+    "no_ticket",
+]
+
+State: TypeAlias = Literal["queued", "running", "completed", "failed"]
+DONE_STATES: Final = ("completed", "failed")
+SCHEMA_KEY: Final = "workers_schema_version"
+"""The `modelwire_meta` key recording the version of the queue tables."""
+SCHEMA_VERSION: Final = 1
+
+
+class Ticket(msgspec.Struct, frozen=True):
+    """A submitted turn: its id, session and place in the queue."""
+
+    id: str
+    session_id: str
+    position: int
+
+
+class TicketStatus(msgspec.Struct, frozen=True):
+    """Where a ticket stands. `claims` counts the workers that took it (more than one: taken
+    over); `reason` is the turn's end (`completed`, `error`, …), `output` its answer text,
+    `error` what failed."""
+
+    id: str
+    session_id: str
+    state: State
+    submitted_ms: int
+    worker: str | None = None
+    claims: int = 0
+    finished_ms: int | None = None
+    reason: str | None = None
+    output: str | None = None
+    error: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """True once completed or failed."""
+        return self.state in DONE_STATES
+
+
+class Claim(msgspec.Struct, frozen=True):
+    """A ticket a worker claimed: the user's text and the session lease it holds;
+    `takeover` when another worker had claimed it before (its lease expired)."""
+
+    ticket: str
+    session_id: str
+    text: str
+    lease: Lease
+    takeover: bool
+
+
+class QueueCounts(msgspec.Struct, frozen=True):
+    """`modelwire queue status`: tickets per state, running tickets per worker, and running
+    tickets whose lease has expired (their worker is gone; the next claim takes them over)."""
+
+    queued: int
+    running: int
+    completed: int
+    failed: int
+    by_worker: dict[str, int]
+    expired: int
+
+
+def no_ticket(ticket: str, where: str) -> HarnessError:
+    """`INVALID_ARGS`: no such ticket."""
+    return HarnessError(f"turn queue {where}: no ticket {ticket!r}", ErrorCode.INVALID_ARGS)
+
+
+def newer_schema(found: str, where: str) -> HarnessError:
+    """`LOG_CORRUPT`: the queue tables were made by a newer modelwire."""
+    return HarnessError(
+        f"turn queue {where}: {SCHEMA_KEY} is {found!r}, this modelwire reads version "
+        f"{SCHEMA_VERSION}; the tables were left untouched (upgrade modelwire)",
+        ErrorCode.LOG_CORRUPT,
+    )
