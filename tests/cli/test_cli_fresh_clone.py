@@ -84,6 +84,7 @@ def test_fresh_clone_runs_the_readme_commands(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update({GUARD: "1", "PYTHON": sys.executable, "HOME": str(tmp_path / "home")})
     env["XDG_DATA_HOME"] = str(tmp_path / "home" / "data")
+    env["MODELWIRE_TEST_WORKERS"] = "0"  # a few smoke tests: one pytest process is quicker
     for command in readme_commands((clone / "README.md").read_text(encoding="utf-8")):
         if command == "./scripts/test":
             command = " ".join([command, "-q", *SMOKE])

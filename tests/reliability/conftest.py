@@ -1,5 +1,5 @@
 """Reliability suite fixtures: the fault server, pooled-session cleanup, DEBUG log capture with a
-secret scan of every record, and the end-of-run counts (`pytest_terminal_summary`)."""
+secret scan of every record (the end-of-run counts are printed by `tests/conftest.py`)."""
 
 from __future__ import annotations
 
@@ -42,34 +42,3 @@ async def server() -> AsyncIterator[FaultServer]:
         yield srv
     finally:
         await srv.stop()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print what the reliability suite exercised (quoted in the issue notes)."""
-    if not COUNTS:
-        return
-    tr = terminalreporter
-    tr.section("reliability counts")
-    order = (
-        "fault scenarios",
-        "adapters",
-        "scenario runs (scenarios x adapters)",
-        "type-mutation streams",
-        "fuzz examples",
-        "kill trials",
-        "kills during retry backoff",
-        "resumed turns",
-        "concurrent turns",
-        "sessions",
-        "memory growth after load (KiB)",
-        "cli runs",
-        "log events scanned",
-        "log records scanned",
-        "secret scans",
-    )
-    for name in order:
-        if name in COUNTS:
-            tr.write_line(f"{name}: {COUNTS[name]}")
-    for name, value in sorted(COUNTS.items()):
-        if name not in order:
-            tr.write_line(f"{name}: {value}")

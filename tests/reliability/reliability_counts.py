@@ -5,15 +5,25 @@ from __future__ import annotations
 from collections import Counter
 from typing import Final
 
-__all__ = ["COUNTS", "assert_no_secret", "bump"]
+__all__ = ["COUNTS", "FACTS", "assert_no_secret", "bump", "fact"]
 
 COUNTS: Final[Counter[str]] = Counter()
 """scenario runs, fuzz examples, kill trials, concurrent turns, scanned texts …"""
 
 
+FACTS: Final[set[str]] = set()
+"""Counters that state a fact of the suite (set at import, the same in every xdist worker)."""
+
+
 def bump(name: str, n: int = 1) -> None:
     """Add `n` to counter `name`."""
     COUNTS[name] += n
+
+
+def fact(name: str, n: int) -> None:
+    """Set counter `name` to `n`: a fact of the suite, not a tally (`FACTS`)."""
+    FACTS.add(name)
+    COUNTS[name] = n
 
 
 def assert_no_secret(text: str, where: str) -> None:

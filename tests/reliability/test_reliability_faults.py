@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from reliability_counts import assert_no_secret, bump
+from reliability_counts import assert_no_secret, bump, fact
 from reliability_scenarios import BIG, SCENARIOS, Expect, Scenario, sse_response
 from reliability_server import FaultServer, closed_port
 from reliability_wire import ADAPTERS, good_events, make_runtime
@@ -24,8 +24,8 @@ from modelwire.assembler import BlockAssembler
 from modelwire.vocab import Error, Finish, StreamChunk, TextBlock
 from modelwire.wire.http import close_sessions
 
-bump("adapters", len(ADAPTERS))
-bump("fault scenarios", len(SCENARIOS) + 1)  # + connection refused
+fact("adapters", len(ADAPTERS))
+fact("fault scenarios", len(SCENARIOS) + 1)  # + connection refused
 
 CLASSIFIED = frozenset(
     {
