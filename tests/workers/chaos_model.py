@@ -6,7 +6,10 @@ shaped like the recordings under `shared/fixtures/openai-chat`, a finish frame, 
 frame, `data: [DONE]`). What it answers depends only on the request:
 
 - the conversation *key* is the text of the first user message (a string, or the joined
-  `{"type": "text"}` parts of a list); the *step* is the number of assistant messages;
+  `{"type": "text"}` parts of a list); the *step* is the number of assistant messages; with
+  `per_turn=True` the key is the text of the *last* user message and the step the number of
+  assistant messages after it (`turn_key`), so every turn of a multi-turn session plays the
+  script afresh under its own key (a turn queue's tickets, one text each);
 - step 0 answers one call of the tool `bump` with arguments `{"key": KEY}` (call id
   `call_<8 hex of sha256(KEY)>_0`, the arguments streamed in three fragments), finish
   `tool_calls`; every later step answers the text `done KEY` in a few deltas, finish `stop`.
@@ -49,6 +52,7 @@ __all__ = [
     "call_id",
     "conversation_key",
     "parse_stats",
+    "turn_key",
 ]
 
 Fault: TypeAlias = Literal["fail", "stall"]
@@ -103,6 +107,23 @@ def conversation_key(messages: object) -> str | None:
     return None
 
 
+def turn_key(messages: object) -> tuple[str, int] | None:
+    """The text of the last user message of a request's `messages` and the number of assistant
+    messages after it, or None if it has no user message."""
+    if not isinstance(messages, list):
+        return None
+    for back, message in enumerate(reversed(messages)):
+        if isinstance(message, dict) and message.get("role") == "user":
+            text = _text_of(message.get("content"))
+            if text is None:
+                return None
+            later = messages[len(messages) - back :]
+            return text, sum(
+                1 for m in later if isinstance(m, dict) and m.get("role") == "assistant"
+            )
+    return None
+
+
 def parse_stats(payload: Mapping[str, object]) -> dict[tuple[str, int], StepStats]:
     """The `GET /stats` JSON read back into `stats()`'s shape."""
     steps = payload.get("steps")
@@ -136,6 +157,7 @@ class ChaosModel:
         chunk_delay_s: float = 0.02,
         salt: str = "",
         model: str = "chaos-1",
+        per_turn: bool = False,
     ) -> None:
         for name, rate in (("fail_rate", fail_rate), ("stall_rate", stall_rate)):
             if not 0.0 <= rate <= 1.0:
@@ -147,6 +169,7 @@ class ChaosModel:
         self.chunk_delay_s = chunk_delay_s
         self.salt = salt
         self.model = model
+        self.per_turn = per_turn
         self._lock = threading.Lock()  # stats() may be called from another thread
         self._stats: dict[tuple[str, int], StepStats] = {}
         self._in_flight = 0
@@ -279,11 +302,16 @@ class ChaosModel:
         if not isinstance(body, dict) or body.get("stream") is not True:
             return self._error(400, "this server only streams", "invalid_request_error")
         messages = body.get("messages")
-        key = conversation_key(messages)
+        found = turn_key(messages) if self.per_turn else None
+        key = found[0] if found is not None else conversation_key(messages)
         if key is None:
             return self._error(400, "the request has no user message", "invalid_request_error")
         listed = cast("list[object]", messages)
-        step = sum(1 for m in listed if isinstance(m, dict) and m.get("role") == "assistant")
+        step = (
+            found[1]
+            if found is not None
+            else sum(1 for m in listed if isinstance(m, dict) and m.get("role") == "assistant")
+        )
         attempt = self._count(key, step, attempts=1).attempts
         fault = self.planned_fault(key, step) if attempt == 1 else None
         if fault is not None:

@@ -77,8 +77,12 @@ class ToolRun:
         given = settled or {}
         running = [c for c in calls if c.id not in given]
         if running:
+            # Durable before any tool runs: a successor never asks again for calls that ran.
+            runs_tools = any(self.final is None or c.name != FINAL_TOOL for c in running)
             await self.log.append_many(
-                sid, [ToolCallRecord(turn, step, c.id, c.name, c.arguments) for c in running]
+                sid,
+                [ToolCallRecord(turn, step, c.id, c.name, c.arguments) for c in running],
+                barrier=runs_tools,
             )
         gate = asyncio.Semaphore(self.limit)
 

@@ -46,6 +46,10 @@ class Driver:
         """Inside a transaction: take `session_id`'s append lock (PostgreSQL: its advisory lock;
         SQLite: already held by `BEGIN IMMEDIATE`)."""
 
+    async def try_lock_session(self, q: Query, session_id: str) -> bool:
+        """`lock_session` without waiting: False when another writer holds the session."""
+        return True
+
     async def notify(self, q: Query, ticket: str) -> None:
         """Inside a transaction: tell waiters `ticket` ended (PostgreSQL `NOTIFY`)."""
 
@@ -177,6 +181,12 @@ class PostgresDriver(Driver):
 
     async def lock_session(self, q: Query, session_id: str) -> None:
         await q("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, session_id))
+
+    async def try_lock_session(self, q: Query, session_id: str) -> bool:
+        rows = await q(
+            "SELECT pg_try_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, session_id)
+        )
+        return bool(rows and rows[0][0])
 
     async def notify(self, q: Query, ticket: str) -> None:
         await q("SELECT pg_notify('modelwire_turns', %s)", (ticket,))

@@ -71,7 +71,7 @@ _CANDIDATE = (
     "AND NOT EXISTS (SELECT 1 FROM modelwire_turns e WHERE e.session_id = t.session_id "
     "AND e.state IN ('queued', 'running') AND e.position < t.position) "
     "AND NOT EXISTS (SELECT 1 FROM modelwire_leases l WHERE l.session_id = t.session_id "
-    "AND l.expires_ms > %s) ORDER BY t.position LIMIT 1"
+    "AND l.expires_ms > %s) ORDER BY t.position LIMIT 8"
 )
 _STATUS = (
     "SELECT ticket, session_id, state, submitted_ms, worker, claims, finished_ms, reason, "
@@ -228,24 +228,31 @@ class TurnQueue:
         driver = self._driver
         lock = " FOR UPDATE OF t SKIP LOCKED" if driver.postgres else ""
         async with driver.transaction() as q:
-            rows = await q(_CANDIDATE + lock, (now,))
-            if not rows:
-                return None
-            ticket, sid, text, state = (str(v) for v in rows[0])
-            try:
-                before, row = await self._lease(
-                    q, sid, decide_acquire(sid, owner, lease_ms, gone=lambda _: False)
+            for candidate in await q(_CANDIDATE + lock, (now,)):
+                ticket, sid, text, state = (str(value) for value in candidate)
+                # never wait for a session another writer holds (a paused one may hold it long)
+                if not await driver.try_lock_session(q, sid):
+                    continue
+                try:
+                    before, row = await self._lease(
+                        q,
+                        sid,
+                        decide_acquire(sid, owner, lease_ms, gone=lambda _: False),
+                        locked=True,
+                    )
+                except HarnessError as exc:
+                    if exc.code == ErrorCode.TURN_IN_PROGRESS:  # taken meanwhile
+                        continue
+                    raise
+                assert row is not None
+                await q(
+                    "UPDATE modelwire_turns SET state = 'running', worker = %s, claimed_ms = %s, "
+                    "claims = claims + 1 WHERE ticket = %s",
+                    (owner, now, ticket),
                 )
-            except HarnessError as exc:
-                if exc.code == ErrorCode.TURN_IN_PROGRESS:  # taken meanwhile: next time
-                    return None
-                raise
-            assert row is not None
-            await q(
-                "UPDATE modelwire_turns SET state = 'running', worker = %s, claimed_ms = %s, "
-                "claims = claims + 1 WHERE ticket = %s",
-                (owner, now, ticket),
-            )
+                break
+            else:
+                return None
         prior = before if before is not None and before.token != row.token else None
         return Claim(ticket, sid, text, Lease(row, prior), takeover=state == "running")
 
@@ -297,10 +304,12 @@ class TurnQueue:
             await driver.notify(q, claim.ticket)
 
     async def _lease(
-        self, q: Query, session_id: str, decide: Decision
+        self, q: Query, session_id: str, decide: Decision, *, locked: bool = False
     ) -> tuple[LeaseRow | None, LeaseRow | None]:
-        """Apply a lease decision under the session's append lock, inside `q`'s transaction."""
-        await self._driver.lock_session(q, session_id)
+        """Apply a lease decision under the session's append lock (taken here unless `locked`),
+        inside `q`'s transaction."""
+        if not locked:
+            await self._driver.lock_session(q, session_id)
         found = await q(for_postgres(SELECT_ONE), (session_id,))
         before = lease_row(found[0]) if found else None
         after = decide(before, self._clock())

@@ -35,7 +35,7 @@ from typing import Any, TypeAlias
 from ..agent import Agent
 from ..errors import ErrorCode, HarnessError
 from ..session import SessionLog, open_log
-from ..session.events import AbortCause, TurnEnd, TurnErrored, TurnStart
+from ..session.events import AbortCause, TurnEnd, TurnErrored, TurnStart, UserMessage
 from ..session.lease import Lease, check_lease_ms, default_owner
 from .queue import TurnQueue
 from .tickets import Claim, State
@@ -103,6 +103,7 @@ class Worker:
         self._agent: Agent[Any] | None = None  # Any: the user's agent
         self._reopening = asyncio.Lock()
         self._leases: dict[str, Lease] = {}  # ticket -> its lease, as last renewed
+        self._retired: list[Agent[Any]] = []  # agents of broken logs, closed at the end
 
     def stop(self) -> None:
         """Stop claiming; running turns get `grace_ms` to finish (see the module docstring)."""
@@ -144,11 +145,12 @@ class Worker:
         _, pending = await asyncio.wait(tasks, timeout=self.grace_s)
         queue = self._queue
         assert queue is not None
-        for task in pending:  # give the lease up first: the turn's own writes are then refused
+        if pending:  # give the leases up first: the turns' own writes are then refused
             for ticket, lease in list(self._leases.items()):
                 with contextlib.suppress(HarnessError):
                     await queue.release(lease)
                 self._say(f"released {ticket} (session {lease.session_id}) unfinished")
+        for task in pending:
             task.cancel()
         for task in pending:
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -180,7 +182,8 @@ class Worker:
     async def _close(self) -> None:
         agent, log, queue = self._agent, self._log, self._queue
         self._agent = self._log = None
-        for closing in (agent, log, queue):
+        retired, self._retired = self._retired, []
+        for closing in (*retired, agent, log, queue):
             if closing is not None:
                 with contextlib.suppress(Exception):
                     await closing.close()
@@ -193,10 +196,14 @@ class Worker:
                 return
             self.stats.reconnects += 1
             old_agent, self._agent = self._agent, None
-            for closing in (old_agent, broken):
-                if closing is not None:
-                    with contextlib.suppress(Exception):
-                        await closing.close()
+            if old_agent is not None:
+                # Not closed now: that would cancel the other turns still running on it (their
+                # callers get CancelledError after `turn/end {aborted}`), failing their tickets.
+                # They fail on the closed log instead and continue on the new one.
+                self._retired.append(old_agent)
+            if broken is not None:
+                with contextlib.suppress(Exception):
+                    await broken.close()
             pause = 0.2
             while not self._stopping.is_set():
                 try:
@@ -260,6 +267,15 @@ class Worker:
                 if lost:
                     raise lost[0]
                 await queue.finish(claim, lease, state, reason=reason, output=output, error=error)
+            except asyncio.CancelledError:
+                # the keeper cancels the turn once its lease is lost (the agent then cancels this
+                # task); any other cancellation (the worker stopping) goes on
+                task = asyncio.current_task()
+                if not lost or task is None or task.uncancel() > 0:
+                    raise
+                self.stats.lost += 1
+                self._say(f"lease lost on {claim.ticket}: {lost[0].message}")
+                return
             except HarnessError as exc:
                 if exc.code == ErrorCode.LEASE_LOST or lost:
                     self.stats.lost += 1
@@ -290,6 +306,11 @@ class Worker:
             ):  # the turn ended; only the ticket did not
                 kind = end.data.reason.kind
                 return ("completed" if kind == "completed" else "failed", kind, None, None)
+            events = await log.read(sid, start.seq)
+            if not any(isinstance(e.data, UserMessage) for e in events):
+                # its `turn/start` landed but not its first Step: the user's text is only in the
+                # ticket (resumed without it, the turn would complete without a Step)
+                agent.inject(sid, claim.text)
             result = await agent.resume_turn(sid, lease=lease)
             return _ending(result.reason, result.text)
         result = await agent.run_turn(sid, claim.text, lease=lease, ticket=claim.ticket)
