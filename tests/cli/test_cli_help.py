@@ -26,6 +26,10 @@ COMMANDS = (
     ("keys", "list"),
     ("keys", "rm"),
     ("logs", "path"),
+    ("worker",),
+    ("queue", "status"),
+    ("queue", "submit"),
+    ("queue", "wait"),
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -276,3 +277,33 @@ async def test_failed_barrier_append_with_nothing_buffered_does_not_break_the_lo
     assert (await log.append("s", StepStart(1, 1), barrier=True)).seq == 1
     assert [e.seq for e in await log.read("s")] == [0, 1]
     await log.close()
+
+
+async def test_opening_a_log_keeps_the_locks_other_connections_of_the_process_hold(
+    tmp_path: Path,
+) -> None:
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it: opening a
+    second log must not read the file outside SQLite, or the first connection's locks are gone
+    and another process may delete the WAL it still writes to."""
+    path = tmp_path / "shared.db"
+    await (await SqliteLog.open(f"sqlite:///{path}")).close()
+    held = sqlite3.connect(path, isolation_level=None)
+    held.execute("SELECT 1 FROM sqlite_master").fetchall()
+    inode = path.stat().st_ino
+
+    def mine() -> list[str]:
+        with open("/proc/locks", encoding="ascii") as locks:
+            return sorted(
+                line.split()[3]
+                for line in locks
+                if f":{inode} " in line and f" {os.getpid()} " in line
+            )
+
+    before = mine()
+    assert before, "the held connection locks the database file"
+    log = await SqliteLog.open(f"sqlite:///{path}")
+    try:
+        assert set(before) <= set(mine())
+    finally:
+        await log.close()
+        held.close()

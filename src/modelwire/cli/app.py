@@ -2,7 +2,8 @@
 
 Heavy modules (aiohttp, adapters, the session log, the agent loop) are imported inside the command
 bodies, so `modelwire --help` and the demo's first line appear immediately. `chat` lives in
-`cmd_chat`, `sessions …` in `cmd_sessions`, `keys …` and `logs …` in `cmd_keys`.
+`cmd_chat`, `sessions …` in `cmd_sessions`, `keys …` and `logs …` in `cmd_keys`, `worker` in
+`cmd_worker` and `queue …` in `cmd_queue`.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import typer
 
 from .cmd_chat import register as register_chat
 from .cmd_keys import keys_app, logs_app
+from .cmd_queue import queue_app
 from .cmd_sessions import sessions_app
+from .cmd_worker import register as register_worker
 from .errors import run_async
 from .options import ConfigOption, DebugOption, JsonOption, LogOption, examples
 from .ui import ui
@@ -107,6 +110,7 @@ register_chat(app)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(keys_app, name="keys")
 app.add_typer(logs_app, name="logs")
+app.add_typer(queue_app, name="queue")
 
 
 @app.command(
@@ -177,3 +181,4 @@ app.command(
     short_help="Browse the session log in a local web page (read-only).",
     epilog=examples("modelwire ui", "modelwire ui --log sqlite:////srv/sessions.db --port 9000"),
 )(ui)
+register_worker(app)

@@ -35,7 +35,6 @@ SCHEMA_VERSION: Final = 2
 MIGRATES_FROM: Final = (1,)
 """Older schema versions this module migrates on open."""
 
-_MAGIC: Final = b"SQLite format 3\x00"
 _TABLES: Final = ("modelwire_events", "modelwire_meta", "modelwire_sessions")
 _EVENTS: Final = (
     """CREATE TABLE modelwire_events (
@@ -137,15 +136,10 @@ class SqliteFile:
             raise HarnessError(
                 f"SQLite session log {self._path} is a directory", ErrorCode.LOG_UNAVAILABLE
             )
-        if path.exists() and path.stat().st_size > 0:
-            try:
-                with path.open("rb") as fh:
-                    magic = fh.read(len(_MAGIC))
-            except OSError as exc:
-                raise self._storage_error(exc, "read the file") from exc
-            if magic != _MAGIC:
-                raise self._corrupt("not a SQLite database (bad file header)")
-        elif not path.parent.is_dir():
+        # The header is left to SQLite ("file is not a database"): opening and closing the file
+        # here would drop every POSIX lock this process's other connections hold on it, and
+        # another process could then delete the WAL they still write to.
+        if not path.exists() and not path.parent.is_dir():
             raise HarnessError(
                 f"SQLite session log {self._path}: directory {str(path.parent)!r} does not exist",
                 ErrorCode.LOG_UNAVAILABLE,
@@ -175,6 +169,8 @@ class SqliteFile:
                 )
             conn.execute("PRAGMA synchronous = NORMAL")
         except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc).lower():
+                raise self._corrupt(f"not a SQLite database ({exc})", exc) from exc
             if _looks_corrupt(str(exc)):
                 raise self._corrupt(str(exc), exc) from exc
             raise self._storage_error(exc, "open the database") from exc

@@ -135,6 +135,7 @@ class Worker:
         finally:
             for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)  # before their log closes
             await self._close()
         self._say(f"worker {self.owner}: stopped ({self.stats})")
         return self.stats

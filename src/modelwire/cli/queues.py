@@ -1,0 +1,151 @@
+"""`modelwire queue status|submit|wait`: the turn queue of a log database from the shell.
+
+The queue (`modelwire.workers.TurnQueue`) lives in a log database workers share: a SQLite file or
+PostgreSQL; a `memory:` log is a one-line error (exit code 2). `submit` prints only the ticket id
+(`ticket=$(modelwire queue submit …)`), `wait` only the answer on stdout (its state on stderr),
+so both compose in pipes. `status` and `wait` do not create a SQLite file that does not exist yet
+(it has no tickets).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ..errors import HarnessError
+from .chatopts import read_stdin_prompt
+from .config import resolve_log_url
+from .errors import EXIT_FAILURE, fail
+from .logs import shown_url, sqlite_file
+
+if TYPE_CHECKING:
+    from ..workers import QueueCounts, TicketStatus, TurnQueue
+
+__all__ = ["open_queue", "print_status", "queue_url", "submit_turn", "wait_ticket"]
+
+
+def queue_url(option: str | None, *, create: bool = True) -> str:
+    """The log URL of `--log` (or its defaults), refusing a log no two workers can share."""
+    url = resolve_log_url(option, create=create)
+    if url.lower().startswith("memory:"):
+        fail(
+            f"the turn queue needs a log database its workers share, not {url} (it ends with "
+            "the process): pass --log PATH (SQLite) or --log postgresql://HOST/DB"
+        )
+    return url
+
+
+def _missing(url: str) -> bool:
+    db = sqlite_file(url)
+    return db is not None and not db.exists()
+
+
+async def open_queue(url: str) -> TurnQueue:
+    """Open the queue of `url` (creating its tables on first use); a one-line error naming the
+    log (without its password) if it cannot be used."""
+    from ..workers import TurnQueue
+
+    try:
+        return await TurnQueue.open(url)
+    except (HarnessError, OSError) as err:
+        fail(f"cannot open the turn queue in {shown_url(url)}: {err}")
+    except Exception as err:  # a driver error (e.g. connection refused): still bad input
+        fail(f"cannot open the turn queue in {shown_url(url)}: {err}")
+
+
+def _write_json(value: object) -> None:
+    sys.stdout.write(msgspec.json.encode(value).decode() + "\n")
+
+
+def status_lines(counts: QueueCounts) -> list[str]:
+    """`queue status` as text: one state per line, the running tickets' workers beside them."""
+    workers = ", ".join(f"{w} {n}" for w, n in sorted(counts.by_worker.items()))
+    rows = [
+        ("queued", counts.queued, ""),
+        ("running", counts.running, f"  ({workers})" if workers else ""),
+        (
+            "expired leases",
+            counts.expired,
+            "  (the next claim takes them over)" if counts.expired else "",
+        ),
+        ("completed", counts.completed, ""),
+        ("failed", counts.failed, ""),
+    ]
+    return [f"{name:<15}{n:>6}{note}" for name, n, note in rows]
+
+
+async def print_status(*, log_option: str | None, as_json: bool) -> int:
+    """Print the queue's counts (`TurnQueue.counts`)."""
+    from ..workers import QueueCounts
+
+    url = queue_url(log_option, create=False)
+    if _missing(url):
+        counts = QueueCounts(queued=0, running=0, completed=0, failed=0, by_worker={}, expired=0)
+    else:
+        async with await open_queue(url) as queue:
+            counts = await queue.counts()
+    if as_json:
+        _write_json(counts)
+    else:
+        sys.stdout.write("".join(line + "\n" for line in status_lines(counts)))
+    return 0
+
+
+async def submit_turn(
+    session_id: str, text: str | None, *, log_option: str | None, as_json: bool
+) -> int:
+    """Queue a turn of `session_id` with `text` (else stdin); prints the ticket id."""
+    if text is None:
+        text = read_stdin_prompt()
+        if text is None:
+            fail("no text to submit: pass TEXT or pipe it on stdin")
+    url = queue_url(log_option)
+    async with await open_queue(url) as queue:
+        ticket = await queue.submit(session_id, text)
+    if as_json:
+        _write_json(ticket)
+    else:
+        sys.stdout.write(f"{ticket.id}\n")
+    return 0
+
+
+def _story(status: TicketStatus) -> str:
+    """How a ticket ended, in one line."""
+    parts = [f"{status.id} {status.state}"]
+    if status.reason and status.reason != status.state:
+        parts[0] += f" ({status.reason})"
+    parts.append(f"session {status.session_id}")
+    if status.worker:
+        parts.append(f"worker {status.worker}")
+    if status.claims > 1:
+        parts.append(f"claimed {status.claims} times (taken over)")
+    return " · ".join(parts)
+
+
+async def wait_ticket(
+    ticket: str, *, timeout_s: float | None, log_option: str | None, as_json: bool
+) -> int:
+    """Wait for `ticket` to end; the answer on stdout, exit 1 if the turn failed."""
+    from ..workers.tickets import no_ticket
+
+    url = queue_url(log_option, create=False)
+    if _missing(url):
+        raise no_ticket(ticket, url)
+    async with await open_queue(url) as queue:
+        status = await queue.wait(ticket, timeout_s=timeout_s)
+    failed = status.state != "completed"
+    if as_json:
+        _write_json(status)
+        return EXIT_FAILURE if failed else 0
+    if status.output:
+        sys.stdout.write(status.output if status.output.endswith("\n") else status.output + "\n")
+        sys.stdout.flush()
+    if failed:
+        why = f": {status.error}" if status.error else ""
+        fail(
+            f"ticket {ticket!r} failed ({status.reason or 'unknown'}){why}", exit_code=EXIT_FAILURE
+        )
+    sys.stderr.write(_story(status) + "\n")
+    return 0
