@@ -531,3 +531,37 @@ async def test_a_tool_call_is_durable_before_the_tool_runs(tmp_path: Any) -> Non
             await log.close()
     assert result.reason.kind == "completed"
     assert seen == [True]
+
+
+class BrokenAgent(Agent[str]):
+    """An agent whose turn raises for the text `boom` (a bug in the user's agent or plugin)."""
+
+    async def run_turn(self, session_id: str, user_input: object, **options: Any) -> Any:
+        if user_input == "boom":
+            raise RuntimeError("the agent broke")
+        return await super().run_turn(session_id, user_input, **options)  # type: ignore[arg-type]
+
+
+async def test_a_turn_that_raises_fails_its_ticket_and_the_worker_goes_on(queue_url: str) -> None:
+    ran: list[str] = []
+    bump, _ = bump_tool(ran)
+    async with ChaosModel(chunk_delay_s=0, per_turn=True) as server:
+        plain = agent_factory(server, bump)
+
+        def factory(log: SessionLog) -> Agent[str]:
+            agent = plain(log)
+            assert isinstance(agent, Agent)
+            return BrokenAgent(agent.runtime, log, ROUTE, MODEL, tools=[bump])
+
+        queue = await TurnQueue.open(queue_url)
+        try:
+            bad = await queue.submit("s1", "boom")
+            good = await queue.submit("s1", "t-after")
+            worker = Worker(queue_url, factory, concurrency=2, poll_ms=50, say=quiet)
+            async with started(worker):
+                failed, done = await wait_all(queue, [bad, good])
+        finally:
+            await queue.close()
+    assert (failed.state, failed.reason) == ("failed", "error")
+    assert failed.error == "RuntimeError: the agent broke"
+    assert (done.state, done.output) == ("completed", answer_text("t-after"))

@@ -227,6 +227,10 @@ class LazyLog(SessionLog):
     def fence(self, session_id: str) -> int | None:
         return None if self._inner is None else self._inner.fence(session_id)
 
+    def unhold(self, lease: Lease) -> None:
+        if self._inner is not None:
+            self._inner.unhold(lease)
+
     async def _lease_txn(
         self, session_id: str, decide: Decision
     ) -> tuple[LeaseRow | None, LeaseRow | None]:

@@ -78,6 +78,11 @@ class Leasing:
         await self._fence_changed(sid)
         self._fences[sid] = lease.token
 
+    def unhold(self, lease: Lease) -> None:
+        """Lift the fence `hold` set for `lease` (its holder released it elsewhere); no I/O."""
+        if self._fences.get(lease.session_id) == lease.token:
+            del self._fences[lease.session_id]
+
     def fence(self, session_id: str) -> int | None:
         """The token this instance's appends of `session_id` are fenced with, or None."""
         return self._fences.get(session_id)

@@ -282,14 +282,35 @@ class Worker:
                     self.stats.lost += 1
                     self._say(f"lease lost on {claim.ticket}: {(lost or [exc])[0].message}")
                     return
-                if exc.code != ErrorCode.LOG_UNAVAILABLE or self._stopping.is_set():
-                    raise
+                if exc.code != ErrorCode.LOG_UNAVAILABLE:
+                    await self._fail(claim, lease, exc)
+                    return
+                if self._stopping.is_set():  # left to the next holder once the lease expires
+                    self._say(f"log unavailable on {claim.ticket}: {exc.message}; left unfinished")
+                    return
                 self._say(f"log unavailable on {claim.ticket}: {exc.message}; reconnecting")
                 await self._reopen(log)
                 continue
+            except Exception as exc:  # the agent or a plugin broke: this ticket fails, not the pool
+                await self._fail(claim, lease, exc)
+                return
+            log.unhold(lease)
             self.stats.finished += 1
             self._say(f"finished {claim.ticket} {state} ({reason})")
             return
+
+    async def _fail(self, claim: Claim, lease: Lease, exc: Exception) -> None:
+        """End a ticket whose turn raised (not a lost lease, not an unavailable log) as failed."""
+        queue = self._queue
+        assert queue is not None
+        text = exc.message if isinstance(exc, HarnessError) else f"{type(exc).__name__}: {exc}"
+        try:
+            await queue.finish(claim, lease, "failed", reason="error", error=text)
+        except HarnessError as finish_error:
+            self._say(f"could not fail {claim.ticket}: {finish_error.message}")
+            return
+        self.stats.finished += 1
+        self._say(f"finished {claim.ticket} failed (error: {text})")
 
     async def _turn(
         self, log: SessionLog, agent: Agent[Any], claim: Claim, lease: Lease
