@@ -227,11 +227,13 @@ class GroupCommitLog(GroupLeases):
         if self._txn_open and session_id in self._next:
             return
         if self._txn_open:
-            if session_id not in self._fences:  # a fenced session is checked when locked at open
-                following = await self._guard(self._tx_extend(session_id), "lock the session")
-                if following is not None:
-                    self._next[session_id] = self._locked_at[session_id] = following
-                    return
+            following = await self._guard(self._tx_extend(session_id), "lock the session")
+            if following is not None:
+                if session_id in self._fences:  # checked under the lock just taken
+                    rows = await self._guard(self._tx_fences([session_id]), "check the lease")
+                    self._fence_check(session_id, rows.get(session_id), self._clock())
+                self._next[session_id] = self._locked_at[session_id] = following
+                return
             # Never wait for a lock while holding others (no cross-process deadlock): commit the
             # sessions locked so far, then wait in a fresh transaction.
             await self._commit(durable=False)

@@ -4,10 +4,11 @@ A lease operation runs as its own short transaction on the log's connection: the
 transaction (if any) is committed first, then the backend's `_tx_lease` takes the session's
 write lock (the lock appends take), reads the lease row, applies the decision and stores it.
 
-Fences are checked when a group transaction locks a session (`fence_locked`): the lease rows of
-the fenced sessions it locked are read under those locks, and a session whose lease is lost is
-refused — the first one raises `LEASE_LOST` (nothing was written in that transaction yet), one of
-the others tried along is left unlocked, so its own next append meets the refusal. While the
+Fences are checked when a group transaction locks a session (`fence_locked`; an extension of the
+open transaction checks its one session the same way): the lease rows of the fenced sessions it
+locked are read under those locks, and a session whose lease is lost is refused — the session
+appended to raises `LEASE_LOST` (nothing of it was written in that transaction), one of the others
+tried along is left unlocked, so its own next append meets the refusal. While the
 transaction holds a session, a takeover waits for its commit (it needs the same lock), so every
 row written under a checked lock was written under a live lease.
 """
