@@ -160,3 +160,40 @@ def test_lease_duration_shorter_than_its_renewal_interval_is_invalid_config(
     with pytest.raises(HarnessError) as caught:
         _agent(MemoryLog(), ScriptedAdapter(), **options)
     assert caught.value.code == "INVALID_CONFIG" and needle in caught.value.message
+
+
+async def test_lease_one_keeper_renews_the_running_turns_and_reports_each_lost_lease(
+    tmp_path: Path,
+) -> None:
+    from modelwire.agent.leasing import TurnLeases
+
+    clock = Clock()
+    log, other = await _two_logs(tmp_path, clock)
+    ticks: asyncio.Queue[None] = asyncio.Queue()
+    rounds: list[int] = []
+
+    async def sleep(_: float) -> None:
+        await ticks.get()
+        rounds.append(clock.now)
+
+    leases = TurnLeases(log, owner="agent-a", lease_ms=1_000, renew_ms=300, sleep=sleep)
+    lost: dict[str, str] = {}
+    async with (
+        leases.turn("s1", None, lambda e: lost.setdefault("s1", e.message)),
+        leases.turn("s2", None, lambda e: lost.setdefault("s2", e.message)),
+    ):
+        clock.now += 900
+        ticks.put_nowait(None)
+        async with asyncio.timeout(30):
+            while {r.expires_ms for r in await other.leases()} != {clock.now + 1_000}:
+                await asyncio.sleep(0.01)
+        clock.now += 1_000  # both expire; another writer takes s2 over
+        await other.acquire_lease("s2", "worker-b", 1_000)
+        ticks.put_nowait(None)
+        async with asyncio.timeout(30):
+            while len(lost) < 2:
+                await asyncio.sleep(0.01)
+    assert "expired" in lost["s1"] and "taken over by 'worker-b'" in lost["s2"]
+    assert len(rounds) == 2  # one task for both turns
+    for opened in (log, other):
+        await opened.close()

@@ -2,9 +2,9 @@
 
 Before a turn opens, the agent takes the session's lease (`SessionLog.acquire_lease`, owner the
 agent's `owner` id): a session another live writer holds is refused with `TURN_IN_PROGRESS`, and
-from then on every append of the turn is fenced by the lease's token. A task renews the lease
-every `renew_ms` while the turn runs; once a renewal meets `LEASE_LOST` (the lease expired and was
-taken over, e.g. after this process was paused), the turn is cancelled — it can write nothing
+from then on every append of the turn is fenced by the lease's token. One task per agent renews
+the leases of its running turns every `renew_ms`; once a renewal meets `LEASE_LOST` (the lease
+expired or was taken over, e.g. after this process was paused), the turn is cancelled — it can write nothing
 more — and `run_turn` raises the `LEASE_LOST`. The lease is released when the turn ends, so the
 next writer need not wait for it to expire (a release the log does not take within
 `release_ms`, the agent's `cancel_grace_ms`, is left to expire).
@@ -54,6 +54,8 @@ class TurnLeases:
         self.renew_ms = None if lease_ms is None else check_lease_ms(lease_ms, renew_ms)
         self.release_ms = release_ms
         self._sleep: Sleep = sleep or asyncio.sleep
+        self._held: dict[str, _Held] = {}  # session -> the lease its running turn holds
+        self._keeper: asyncio.Task[None] | None = None
 
     @contextlib.asynccontextmanager
     async def turn(
@@ -75,26 +77,51 @@ class TurnLeases:
             yield None
             return
         lease = await self.log.acquire_lease(session_id, self.owner, self.lease_ms)
-        keeper = asyncio.get_running_loop().create_task(self._keep(lease, on_lost))
+        held = _Held(lease, on_lost)
+        self._held[session_id] = held
+        keeper = self._keeper
+        if keeper is None or keeper.done():
+            self._keeper = asyncio.get_running_loop().create_task(self._keep())
         try:
             yield lease
         finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await keeper
+            if self._held.get(session_id) is held:
+                del self._held[session_id]
+            keeper = self._keeper
+            if not self._held and keeper is not None:
+                keeper.cancel()  # nothing left to renew: no timer outlives the turns
+                await asyncio.wait([keeper])
             # bounded: a stalled log must not hold a cancelled turn (the lease then expires)
             with contextlib.suppress(HarnessError, TimeoutError):
                 async with asyncio.timeout(self.release_ms / 1000.0):
-                    await self.log.release_lease(lease)
+                    await self.log.release_lease(held.lease)
 
-    async def _keep(self, lease: Lease, on_lost: Callable[[HarnessError], None]) -> None:
+    async def _keep(self) -> None:
+        """One task renews every lease this agent holds, every `renew_ms`, while it holds any."""
         assert self.lease_ms is not None and self.renew_ms is not None
-        while True:
-            await self._sleep(self.renew_ms / 1000.0)
-            try:
-                lease = await self.log.renew_lease(lease, self.lease_ms)
-            except HarnessError as exc:
-                if exc.code == ErrorCode.LEASE_LOST:
-                    on_lost(exc)
-                    return
-                continue  # the log is unavailable: the next renewal tries again
+        try:
+            while self._held:
+                await self._sleep(self.renew_ms / 1000.0)
+                for sid, held in list(self._held.items()):
+                    if self._held.get(sid) is not held:
+                        continue  # its turn ended meanwhile
+                    try:
+                        held.lease = await self.log.renew_lease(held.lease, self.lease_ms)
+                    except HarnessError as exc:
+                        if exc.code != ErrorCode.LEASE_LOST:
+                            continue  # the log is unavailable: the next round tries again
+                        if self._held.get(sid) is held:
+                            del self._held[sid]
+                        held.on_lost(exc)
+        finally:
+            self._keeper = None
+
+
+class _Held:
+    """A lease a turn holds, as last renewed, and what to call once it is lost."""
+
+    __slots__ = ("lease", "on_lost")
+
+    def __init__(self, lease: Lease, on_lost: Callable[[HarnessError], None]) -> None:
+        self.lease = lease
+        self.on_lost = on_lost
