@@ -1,14 +1,15 @@
 """The tool calls of one step: logged in call order, run concurrently, results committed in order.
 
-Every `tool/call` is appended first (one append, in call order); then the calls run as tasks, at
+Every `tool/call` is appended first (one append, in call order, durable before any tool runs but
+the final-answer tool); then the calls run as tasks, at
 most `limit` at a time, and each `tool/result` is appended as soon as it and every earlier result
 are in, so the log always holds a prefix of the results in call order. Cancelling the turn
 (also from inside a tool, through its `RunContext.signal`) cancels the running calls and waits
 for them (no task outlives the step); calls left without a result are answered
 `TOOL_INTERRUPTED` by the next `run_turn` or `resume_turn` (which runs a call of an idempotent
-tool again instead, `rerun.py`), as a sequential step's would be. A call of the final-answer tool
-is answered by validating its arguments. Every other call runs inside the agent's `on_tool`
-wrappers, in its own task. A call given a `settled` outcome (a resumed Step's answer to a call it
+tool again instead, `rerun.py`), as a sequential step's would be. Every call runs inside the
+agent's `on_tool` wrappers (an `execute_tool` span, say), in its own task; a call of the
+final-answer tool is answered there by validating its arguments. A call given a `settled` outcome (a resumed Step's answer to a call it
 does not run again) is neither logged nor run: that outcome is committed in its place.
 """
 
@@ -88,8 +89,16 @@ class ToolRun:
 
         async def one(call: ToolCallBlock) -> ToolOutcome:
             async with gate:
-                if self.final is not None and call.name == FINAL_TOOL:
-                    return _final_outcome(self.final, call)
+                hooked = ToolHookContext(
+                    agent=self.agent, session_id=sid, turn=turn, step=step, call=call, signal=signal
+                )
+                final = self.final
+                if final is not None and call.name == FINAL_TOOL:
+
+                    async def answer() -> ToolOutcome:
+                        return _final_outcome(final, call)
+
+                    return await self.agent.hooks.on_tool.run(hooked, answer)
                 context = RunContext(
                     agent=self.agent,
                     log=self.log,
@@ -99,9 +108,6 @@ class ToolRun:
                     call_id=call.id,
                     tool=call.name,
                     signal=signal,
-                )
-                hooked = ToolHookContext(
-                    agent=self.agent, session_id=sid, turn=turn, step=step, call=call, signal=signal
                 )
                 return await self.agent.hooks.on_tool.run(
                     hooked, lambda: run_tool_call(call, self.tools, context, sleep=self.sleep)

@@ -4,7 +4,8 @@ Every sync call of the process runs on one background event loop (a daemon threa
 first use), so it works the same with no running loop (a plain script) and inside one (Jupyter,
 whose loop is merely blocked while the call runs: the work never needs it, so nothing deadlocks).
 Objects a sync call creates and reuses — pooled HTTP sessions, a log opened by the agent — stay on
-that one loop.
+that one loop. The call runs in a copy of the caller's `contextvars` context, so what the caller
+set there (an OpenTelemetry span, an owner scope) is the call's too.
 
 `Ctrl-C` (a `KeyboardInterrupt` in the waiting thread) cancels the call's task, waits for it to
 finish its cancellation (a turn writes its `turn/end {aborted}`; at most `CANCEL_WAIT_S`, a second
@@ -18,6 +19,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
@@ -87,6 +89,8 @@ def run_sync(
             )
     done: concurrent.futures.Future[T] = concurrent.futures.Future()
     tasks: list[asyncio.Task[T]] = []
+    # the call runs in the caller's context: its trace span, its owner scope
+    context = contextvars.copy_context()
 
     def settle(task: asyncio.Task[T]) -> None:
         if task.cancelled():
@@ -98,7 +102,7 @@ def run_sync(
 
     def start() -> None:
         try:
-            task = loop.create_task(make())
+            task = loop.create_task(context.run(make), context=context)
         except BaseException as exc:  # building the coroutine failed: report it to the caller
             done.set_exception(exc)
             return
