@@ -37,9 +37,9 @@ class _Interloper(MemoryLog):
         self.foreign: list[LlmRetry] = []
 
     async def read(
-        self, session_id: str, from_seq: int = 0, to_seq: int | None = None
+        self, session_id: str, from_seq: int = 0, to_seq: int | None = None, *, chunks: bool = True
     ) -> list[Event]:
-        events = await super().read(session_id, from_seq, to_seq)
+        events = await super().read(session_id, from_seq, to_seq, chunks=chunks)
         if self.foreign and any(e.type == "assistant/chunk" for e in events):
             await self.append(session_id, self.foreign.pop())  # the other worker's decision
         return events

@@ -110,7 +110,7 @@ async def run_frame(
     finally:
         agent._signals.pop(sid, None)
     await end_turn(agent, sid, turn, reason)
-    messages = derive_messages(await log.read(sid, state.start_seq))
+    messages = derive_messages(await log.read(sid, state.start_seq, chunks=False))
     result: TurnResult[Any] = TurnResult(turn, reason, messages, state.output)  # Any: its type
     if output is None and isinstance(reason, TurnCompleted):  # plain text: the answer
         result = TurnResult(turn, reason, messages, result.text)

@@ -240,9 +240,17 @@ def contiguous(
 
 
 def expand(
-    session_id: str, rows: Iterable[LoadedRow], from_seq: int = 0, to_seq: int | None = None
+    session_id: str,
+    rows: Iterable[LoadedRow],
+    from_seq: int = 0,
+    to_seq: int | None = None,
+    *,
+    chunks: bool = True,
 ) -> list[Event]:
-    """The events of `rows` with `from_seq <= seq < to_seq`, one per stored event, in order."""
+    """The events of `rows` with `from_seq <= seq < to_seq`, one per stored event, in order;
+    without the `assistant/chunk` events (never decoded) when `chunks` is False."""
+    if not chunks:
+        return _expand_facts(session_id, rows)
     out: list[Event] = []
     for row in rows:
         if isinstance(row, Event):  # the memory log's (checked first: the common case there)
@@ -254,6 +262,18 @@ def expand(
                 events = [e for e in events if from_seq <= e.seq < end]
             out.extend(events)
         else:
+            seq, name, at, raw = row
+            out.append(Event(seq, name, at, decode_event_data(session_id, seq, name, raw)))
+    return out
+
+
+def _expand_facts(session_id: str, rows: Iterable[LoadedRow]) -> list[Event]:
+    out: list[Event] = []
+    for row in rows:
+        if isinstance(row, Event):
+            if row.type != CHUNK_TYPE:
+                out.append(row)
+        elif not isinstance(row, StoredRun) and row[1] != CHUNK_TYPE:
             seq, name, at, raw = row
             out.append(Event(seq, name, at, decode_event_data(session_id, seq, name, raw)))
     return out

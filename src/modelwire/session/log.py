@@ -211,9 +211,16 @@ class SessionLog(Leasing, ABC):
         await self._flush()
 
     async def read(
-        self, session_id: str, from_seq: int = 0, to_seq: int | None = None
+        self,
+        session_id: str,
+        from_seq: int = 0,
+        to_seq: int | None = None,
+        *,
+        chunks: bool = True,
     ) -> list[Event]:
-        """Events of `session_id` with `from_seq <= seq < to_seq` (to the end when `to_seq` is None).
+        """Events of `session_id` with `from_seq <= seq < to_seq` (to the end when `to_seq` is None);
+        `chunks=False` leaves the `assistant/chunk` events out without decoding them (a reader
+        of the conversation: messages, tool results, turn ends).
 
         An unknown session raises `SESSION_NOT_FOUND`; a stored payload that no longer matches its
         registered type (or an unregistered type) raises `INVALID_EVENT` naming session and seq.
@@ -228,7 +235,7 @@ class SessionLog(Leasing, ABC):
         rows = await self._load(sid, from_seq, to_seq)
         if not rows and not await self._exists(sid):
             raise HarnessError(f"session {sid!r} does not exist", ErrorCode.SESSION_NOT_FOUND)
-        return expand(sid, rows, from_seq, to_seq)
+        return expand(sid, rows, from_seq, to_seq, chunks=chunks)
 
     async def latest(self, session_id: str, type: str) -> Event | None:
         """The event of type `type` with the highest seq, or None (also for an unknown session)."""
