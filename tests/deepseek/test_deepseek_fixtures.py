@@ -2,7 +2,8 @@
 
 Each `.sse` body is served whole and re-chunked at random byte boundaries (hypothesis); the
 chunks must assemble to the neutral `.expected.json` (text, reasoning, raw tool arguments,
-finish, usage buckets). Each DeepSeek error must map to the code its category implies.
+finish, usage buckets), and the finish's replay state names the stream's own `id` and `model`
+(read from the `.sse` itself). Each DeepSeek error must map to the code its category implies.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from modelwire import (
     LlmError,
     LlmRuntime,
     MaxTokens,
+    ModelSource,
     ReasoningBlock,
+    ReplayEnvelope,
     Stop,
     ToolCallBlock,
     ToolCalls,
@@ -80,10 +83,26 @@ def _expected(path: Path) -> dict[str, Any]:
     return json.loads(path.with_suffix(".expected.json").read_text())
 
 
+def _recorded_response(path: Path) -> ReplayEnvelope:
+    """The replay state a recorded stream's finish must carry: its first `id` and `model`."""
+    response: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            payload = json.loads(line[5:])
+            for wire, key in (("id", "response_id"), ("model", "response_model")):
+                if payload.get(wire) and key not in response:
+                    response[key] = payload[wire]
+    assert response, f"{path.name} names no response id or model"
+    return ReplayEnvelope(response)
+
+
 @pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in _streams()])
 async def test_fixture_stream_whole_assembles_to_expected(server: Server, path: Path) -> None:
     server.queue(raw_response(path.read_bytes()))
-    check(fold(await collect(make_adapter(server).stream(options()))), _expected(path))
+    result = fold(await collect(make_adapter(server).stream(options())))
+    check(result, _expected(path))
+    assert result.finish is not None
+    assert result.finish.replay_state == _recorded_response(path)
 
 
 def test_fixture_streams_present() -> None:
@@ -163,3 +182,8 @@ async def test_fixture_tool_call_stream_through_runtime_generate(server: Server)
         ToolCallBlock(call["id"], call["name"], call["arguments_raw"]),
     )
     assert result.usage is not None and result.usage.cache_read_tokens == 320
+    # the response's id and model ride on the finish into the assistant message's source
+    assert result.replay_state == _recorded_response(path)
+    assert result.message.source == ModelSource(
+        "deepseek-official", "deepseek-v4-flash", result.replay_state
+    )

@@ -16,6 +16,7 @@ from modelwire import (
     MaxTokens,
     ReasoningBlock,
     ReasoningDelta,
+    ReplayEnvelope,
     Stop,
     StreamChunk,
     TextBlock,
@@ -348,3 +349,41 @@ def test_in_band_error_object_ends_with_error_finish(error: dict[str, Any], code
     reason = out[-1].reason  # type: ignore[union-attr]
     assert isinstance(reason, Error) and reason.failure.code == code
     assert error["message"] in reason.failure.message
+
+
+def named(payload: dict[str, Any], rid: str | None = "r-1", model: str | None = "m-1") -> Any:
+    return {**payload, "id": rid, "model": model}
+
+
+@pytest.mark.parametrize(
+    ("finish", "reason"), [("stop", Stop()), ("tool_calls", ToolCalls()), ("length", MaxTokens())]
+)
+def test_a_successful_finish_names_the_response_id_and_model(finish: str, reason: Any) -> None:
+    out = run(
+        named(delta(content="a")),  # the first id and model win
+        named(delta(content="b", finish=finish), "r-2", "m-2"),
+        named({"choices": [], "usage": U52}, None, None),
+    )
+    envelope = ReplayEnvelope({"response_id": "r-1", "response_model": "m-1"})
+    assert out[-2:] == [UsageChunk(TokenUsage(5, 2)), Finish(reason, envelope)]
+
+
+def test_a_stream_naming_its_id_late_only_its_model_or_nothing() -> None:
+    late = run(named(delta(content="a"), None), named(delta(content="b"), "r-2", None))
+    assert late[-1] == Finish(
+        Stop(), ReplayEnvelope({"response_id": "r-2", "response_model": "m-1"})
+    )
+    only_model = run(named(delta(content="a"), None))
+    assert only_model[-1] == Finish(Stop(), ReplayEnvelope({"response_model": "m-1"}))
+    assert run(delta(content="a"))[-1] == Finish(Stop())  # replay_state None
+
+
+def test_an_error_finish_carries_no_replay_state() -> None:
+    for out in (
+        run(named(delta(finish="stop"))),  # EMPTY_RESPONSE
+        run(named(delta(content="a", finish="content_filter"))),
+        run(named(delta(content="a")), named({"error": {"message": "x"}}), done=False),
+    ):
+        last = out[-1]
+        assert isinstance(last, Finish) and isinstance(last.reason, Error)
+        assert last.replay_state is None

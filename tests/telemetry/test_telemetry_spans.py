@@ -3,8 +3,10 @@ metric reader), over the DeepSeek adapter and the providers adapter talking to a
 127.0.0.1 — recorded DeepSeek and Anthropic streams included.
 
 Rules pinned: one CLIENT span per model call (`generate()` and `stream()` alike, never two for one
-call) named `chat <model>` with every GenAI attribute; a failed call (429) carries `error.type` =
-the failure code and status ERROR; a retried step gives one span per attempt, numbered; token
+call) named `chat <model>` with every GenAI attribute, `gen_ai.response.id` and
+`gen_ai.response.model` included (the stream's own, on both adapters); a failed call (429)
+carries `error.type` = the failure code and status ERROR and names no response; a retried step
+gives one span per attempt, numbered, only the recovered one naming its response; token
 usage and duration histograms carry the route and model; message content only when opted in;
 no credential on any span; a consumer closing the stream early is a failure only before the
 finish; disposing (or instrumenting twice) behaves; `import modelwire` and
@@ -37,7 +39,13 @@ from modelwire.session import SessionLog
 from modelwire.telemetry import instrument
 
 DS_CACHED = "deepseek-chat/crush-ds4-pro-download-final-cached.sse"
-"""Recorded: 9,856 prompt tokens (9,127 cache reads), 14 completion tokens, finish `stop`."""
+"""Recorded: 9,856 prompt tokens (9,127 cache reads), 14 completion tokens, finish `stop`; every
+payload names `id` chatcmpl-df8a7ac50e4fbef490779d65 and `model` deepseek-v4-pro-0813."""
+DS_RESPONSE = {
+    "gen_ai.response.id": "chatcmpl-df8a7ac50e4fbef490779d65",
+    "gen_ai.response.model": "deepseek-v4-pro-0813",
+}
+RESPONSE_KEYS = ("gen_ai.response.id", "gen_ai.response.model")
 ANTH_CACHE = "anthropic-messages/anth-code-exec-prompt-cache.sse"
 """Recorded: 6 uncached + 6,289 cache-read + 3,337 cache-write prompt tokens, 198 output."""
 
@@ -83,12 +91,14 @@ async def test_a_generate_call_is_one_client_span_with_every_genai_attribute(ote
         "gen_ai.usage.input_tokens": 9856,  # 729 uncached + 9,127 cache reads
         "gen_ai.usage.output_tokens": 14,
         "gen_ai.usage.cache_read.input_tokens": 9127,
-    }  # content absent by default; the DeepSeek adapter does not surface the response id/model
+        **DS_RESPONSE,  # the recorded stream's own id and served model
+    }  # content absent by default
     assert span.status.status_code is StatusCode.UNSET
     base = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": "deepseek",
         "gen_ai.request.model": "deepseek-v4-flash",
+        "gen_ai.response.model": "deepseek-v4-pro-0813",
     }
     assert sorted(otel.points("gen_ai.client.token.usage"), key=str) == sorted(
         [
@@ -133,6 +143,7 @@ async def test_a_429_is_a_span_with_error_type_the_failure_code(otel: Otel, adap
         assert a["gen_ai.provider.name"] == options.provider
         assert a["gen_ai.request.model"] == options.model
         assert "gen_ai.usage.input_tokens" not in a
+        assert not [key for key in RESPONSE_KEYS if key in a]  # no response, nothing to name
         assert span.status.status_code is StatusCode.ERROR
         assert span.status.description == "RATE_LIMIT"  # the code, never the provider's text
     assert len(otel.spans()) == 2
@@ -164,7 +175,10 @@ async def test_a_retried_step_gives_one_span_per_attempt_numbered(
     first, second = otel.named("chat ")
     assert attrs(first)["error.type"] == "RATE_LIMIT"
     assert first.status.status_code is StatusCode.ERROR
+    assert not [key for key in RESPONSE_KEYS if key in attrs(first)]
     assert "error.type" not in attrs(second)
+    assert attrs(second)["gen_ai.response.id"] == "chatcmpl-1"  # the recovered stream's
+    assert attrs(second)["gen_ai.response.model"] == "served-model"
     for span, attempt in ((first, 1), (second, 2)):
         a = attrs(span)
         assert a["gen_ai.conversation.id"] == "s1"
@@ -176,21 +190,28 @@ async def test_a_retried_step_gives_one_span_per_attempt_numbered(
     assert attrs(turn)["gen_ai.usage.input_tokens"] == 12  # the failed attempt billed nothing
 
 
-async def test_the_providers_adapter_names_the_response_id_and_model(otel: Otel) -> None:
-    async with Server(["hi there"]) as server:
-        rt = providers_runtime(server.url)
+@pytest.mark.parametrize("adapter", ["deepseek", "providers"])
+async def test_each_adapter_names_the_response_id_and_model(otel: Otel, adapter: str) -> None:
+    async with Server(["hi there", "hi there"]) as server:
+        if adapter == "deepseek":
+            rt, options = deepseek_runtime(server.url), _ask()
+        else:
+            rt, options = providers_runtime(server.url), _ask("gw", "m")
         instrument(rt, **otel.kwargs())
-        await rt.generate(_ask("gw", "m"))
-    (span,) = otel.spans()
-    a = attrs(span)
-    assert a["gen_ai.response.id"] == "chatcmpl-1"
-    assert a["gen_ai.response.model"] == "served-model"
-    assert a["gen_ai.usage.input_tokens"] == 12
-    assert a["gen_ai.usage.output_tokens"] == 3
-    assert a["gen_ai.usage.cache_read.input_tokens"] == 4
+        await rt.generate(options)
+        await _stream(rt, options)
+    assert len(otel.spans()) == 2
+    for span in otel.spans():  # generate() and stream() alike
+        a = attrs(span)
+        assert a["gen_ai.response.id"] == "chatcmpl-1"
+        assert a["gen_ai.response.model"] == "served-model"
+        assert a["gen_ai.usage.input_tokens"] == 12
+        assert a["gen_ai.usage.output_tokens"] == 3
+        assert a["gen_ai.usage.cache_read.input_tokens"] == 4
     for point, _ in otel.points("gen_ai.client.token.usage"):
         assert point["gen_ai.response.model"] == "served-model"
-        assert point["gen_ai.provider.name"] == "gw" and point["gen_ai.request.model"] == "m"
+        assert point["gen_ai.provider.name"] == options.provider
+        assert point["gen_ai.request.model"] == options.model
 
 
 async def test_an_anthropic_cache_stream_records_cache_reads_and_writes(otel: Otel) -> None:

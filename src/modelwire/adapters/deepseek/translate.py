@@ -4,6 +4,12 @@ Payloads are decoded with a typed `msgspec` decoder into the small structs below
 skipped, nothing built as dicts). Block indices are assigned in first-open order across kinds; the
 literal ``[DONE]`` closes every open block, then emits usage, then the finish. A payload carrying an
 ``error`` object ends the stream at once with an error finish.
+
+A successful finish (stop, tool calls, max tokens) carries a `ReplayEnvelope` whose response
+names the stream's ``id`` and ``model`` (first reported wins) as ``response_id`` /
+``response_model`` — the keys the multi-provider adapter uses, which telemetry reads for
+``gen_ai.response.id`` / ``gen_ai.response.model``. It has no per-block entries, and nothing in
+the DeepSeek request reads it back.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from ...vocab import (
     MaxTokens,
     ReasoningBlock,
     ReasoningDelta,
+    ReplayEnvelope,
     Stop,
     StreamChunk,
     TextBlock,
@@ -98,7 +105,15 @@ class _Payload(msgspec.Struct, gc=False):
     error: _StreamError | None = None
 
 
+class _NamedPayload(_Payload, gc=False):
+    """A payload read while the response's id or model is still unknown (usually the first)."""
+
+    id: str | None = None
+    model: str | None = None
+
+
 _DECODER: Final = msgspec.json.Decoder(_Payload)
+_NAMED_DECODER: Final = msgspec.json.Decoder(_NamedPayload)
 _STOP: Final = Stop()
 _TOOL_CALLS: Final = ToolCalls()
 _MAX_TOKENS: Final = MaxTokens()
@@ -175,10 +190,13 @@ class Translator:
     """
 
     __slots__ = (
+        "_naming",
         "_next",
         "_order",
         "_reasoning",
         "_reasoning_index",
+        "_response_id",
+        "_response_model",
         "_secrets",
         "_text",
         "_text_index",
@@ -197,6 +215,9 @@ class Translator:
         self._reasoning: list[str] = []
         self._reasoning_index = -1
         self._tools: dict[int, _ToolState] = {}
+        self._response_id: str | None = None
+        self._response_model: str | None = None
+        self._naming = True  # decode `id` / `model` until both are known
         self.finish: FinishReason | None = None
         self.usage: TokenUsage | None = None
         self.done = False
@@ -211,8 +232,12 @@ class Translator:
         if data == DONE:
             self._close(out)
             return
+        payload: _Payload
         try:
-            payload = _DECODER.decode(data)
+            if self._naming:
+                payload = self._named(_NAMED_DECODER.decode(data))
+            else:
+                payload = _DECODER.decode(data)
         except msgspec.DecodeError:
             raise LlmError(
                 f"malformed SSE payload: {redact_secrets(data, self._secrets)[:120]}",
@@ -258,6 +283,15 @@ class Translator:
         if not self.done:
             raise LlmError("SSE stream ended without [DONE]", ErrorCode.STREAM_CLOSED)
 
+    def _named(self, payload: _NamedPayload) -> _NamedPayload:
+        """Keep the first `id` and `model` the stream reports (then stop decoding them)."""
+        if payload.id and self._response_id is None:
+            self._response_id = payload.id
+        if payload.model and self._response_model is None:
+            self._response_model = payload.model
+        self._naming = self._response_id is None or self._response_model is None
+        return payload
+
     def _open(self, kind: str, out: list[StreamChunk], tool: _ToolState | None = None) -> int:
         index = self._next
         self._next += 1
@@ -299,5 +333,14 @@ class Translator:
         reason = self.finish or _STOP
         if isinstance(reason, Stop) and not self._order:
             reason = Error(LlmFailure(EMPTY_RESPONSE_MESSAGE, ErrorCode.EMPTY_RESPONSE))
-        out.append(Finish(reason))
+        out.append(Finish(reason, None if isinstance(reason, Error) else self._envelope()))
         self.done = True
+
+    def _envelope(self) -> ReplayEnvelope | None:
+        """The response's id and model as replay state (None when the stream named neither)."""
+        response: dict[str, object] = {}
+        if self._response_id is not None:
+            response["response_id"] = self._response_id
+        if self._response_model is not None:
+            response["response_model"] = self._response_model
+        return ReplayEnvelope(response) if response else None
