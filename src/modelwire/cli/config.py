@@ -9,6 +9,8 @@ A config file looks like this (TOML; the same keys in YAML)::
 
     [deepseek]                  # optional: `DeepSeekAdapter.from_config` settings of the
     base_url = "https://api.deepseek.com"   # built-in `deepseek` route (key: $DEEPSEEK_API_KEY)
+    max_concurrency = 8         # its client-side rate limits (also requests_per_minute,
+                                # tokens_per_minute), as a providers profile takes them
 
     [providers.local]           # routes of the multi-provider adapter, passed through unchanged
     api = "openai-completions"

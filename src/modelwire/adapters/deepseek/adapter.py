@@ -5,13 +5,21 @@ One `stream()` call takes one configuration snapshot, rejects images, resolves t
 chunks through the shared pump (`wire.pump`). It never retries; every failure is an `LlmError`
 with a stable code, and the caller's cancellation stays `asyncio.CancelledError` (the runtime
 boundary reports it as aborted).
+
+Before its request a call waits for the route's client-side rate limits (`wire.ratelimit`, as
+the providers routes do): the configured `max_concurrency` / `requests_per_minute` /
+`tokens_per_minute`, and what DeepSeek's responses publish (`x-ratelimit-*`, `retry-after`).
+A wait is announced through `runtime.ratewait` (the agent's `llm/rate-limit-wait`, the CLI's
+stderr line) and is cancellable.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
-from collections.abc import AsyncIterator, Mapping
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Final
 
 from ...errors import ErrorCode, LlmError
@@ -28,6 +36,8 @@ from ...wire.attribution import attribution_headers
 from ...wire.credentials import assert_usable_api_key, resolve_api_key
 from ...wire.http import stream_post
 from ...wire.pump import StreamSource, pump_sse
+from ...wire.ratelimit import RateLimiter
+from ...wire.ratelimit_reads import estimate_tokens, limited_reads
 from ...wire.watchdog import IdleWatchdog
 from .models import (
     DEFAULT_CONTEXT_WINDOW,
@@ -35,6 +45,7 @@ from .models import (
     DEFAULT_MAX_TOKENS,
     DeepSeekConfig,
     accepts_images,
+    context_window,
     list_model_infos,
     resolve_deepseek_config,
     resolve_model_info,
@@ -59,6 +70,9 @@ _CONFIG_KEYS: Final = frozenset(
         "stream_idle_timeout_ms",
         "retry_policy",
         "reasoning_passback",
+        "max_concurrency",
+        "requests_per_minute",
+        "tokens_per_minute",
     }
 )
 
@@ -78,7 +92,12 @@ class DeepSeekAdapter(LlmAdapter):
     `default_context_window` (published model metadata); `stream_idle_timeout_ms`; `retry_policy`
     (a snake_case mapping for `resolve_retry_policy`); `reasoning_passback` (``"tool-turns"``, the
     default, replays ``reasoning_content`` only on tool-call turns; ``"every-turn"`` on every
-    reasoned turn). `update_config` swaps in a new snapshot; in-flight streams keep theirs.
+    reasoned turn); `max_concurrency` (a positive integer), `requests_per_minute` and
+    `tokens_per_minute` (positive numbers), the route's client-side rate limits (None: no such
+    limit; DeepSeek's published limits apply either way). `update_config` swaps in a new
+    snapshot; in-flight streams keep theirs. `rate_limiter` keeps the limits' state across calls
+    and config updates; `rate_limit_clock` (epoch seconds) and `rate_limit_sleep` are its time
+    (a test passes fakes).
     """
 
     def __init__(
@@ -94,7 +113,12 @@ class DeepSeekAdapter(LlmAdapter):
         stream_idle_timeout_ms: float = DEFAULT_IDLE_TIMEOUT_MS,
         retry_policy: Mapping[str, object] | RetryPolicy | None = None,
         reasoning_passback: str = "tool-turns",
+        max_concurrency: int | None = None,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
         env: Mapping[str, str] | None = None,
+        rate_limit_clock: Callable[[], float] = time.time,
+        rate_limit_sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self._config: DeepSeekConfig = resolve_deepseek_config(
             api_key=api_key,
@@ -107,9 +131,13 @@ class DeepSeekAdapter(LlmAdapter):
             stream_idle_timeout_ms=stream_idle_timeout_ms,
             retry_policy=retry_policy,
             reasoning_passback=reasoning_passback,
+            max_concurrency=max_concurrency,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
             env=env,
         )
         self._entry = self._config
+        self.rate_limiter = RateLimiter(clock=rate_limit_clock, sleep=rate_limit_sleep)
 
     @classmethod
     def from_config(
@@ -196,6 +224,7 @@ class DeepSeekAdapter(LlmAdapter):
             config.stream_idle_timeout_ms,
             message=f"DeepSeek stream idle timeout after {_ms(config.stream_idle_timeout_ms)}ms",
         )
+        route, limiter = options.provider, self.rate_limiter
         reads = stream_post(
             base_url + "/chat/completions",
             body,
@@ -205,8 +234,17 @@ class DeepSeekAdapter(LlmAdapter):
             watchdog=watchdog,
             fallback_request_id_headers=_FALLBACK_REQUEST_ID,
             secrets=(api_key,),
+            on_headers=functools.partial(limiter.observe, route),
         )
-        return StreamSource(reads, Translator((api_key,)), watchdog)
+        translator = Translator((api_key,))
+
+        def used() -> int | None:
+            usage = translator.usage
+            return None if usage is None else usage.total_tokens
+
+        estimate = estimate_tokens(body, context_window(config, options.model))
+        reads = limited_reads(reads, limiter, route, estimate, used, limits=config.rate_limits)
+        return StreamSource(reads, translator, watchdog)
 
 
 def _kwargs(config: Mapping[str, object]) -> dict[str, object]:

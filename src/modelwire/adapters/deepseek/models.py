@@ -2,7 +2,9 @@
 
 `resolve_deepseek_config` turns keyword or mapping configuration into a `DeepSeekConfig`; every
 failure is `LlmError` code ``INVALID_CONFIG`` (or ``INVALID_CATALOG`` for a catalog entry) whose
-message names the offending field path, e.g. ``models[1].context_window``.
+message names the offending field path, e.g. ``models[1].context_window``. The client-side rate
+limits (`max_concurrency`, `requests_per_minute`, `tokens_per_minute`) are validated as a
+providers profile's are (`wire.ratelimit.route_limits`), named ``deepseek.<field>``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from ...vocab import (
     ResolvedModelInfo,
 )
 from ...vocab.redacted import hidden, hidden_env, hidden_repr, hidden_rich_repr
+from ...wire.ratelimit import RouteLimits, route_limits
 from ...wire.urls import http_url_problem
 from ...wire.watchdog import MAX_IDLE_TIMEOUT_MS
 from .pricing import catalog_pricing
@@ -38,6 +41,7 @@ __all__ = [
     "Effort",
     "ReasoningPassback",
     "Thinking",
+    "context_window",
     "list_model_infos",
     "resolve_deepseek_config",
     "resolve_model_info",
@@ -103,6 +107,7 @@ class DeepSeekConfig(msgspec.Struct, frozen=True, kw_only=True):
     retry_policy: RetryPolicy
     reasoning_passback: ReasoningPassback
     env: Mapping[str, str] | None
+    rate_limits: RouteLimits = msgspec.field(default_factory=RouteLimits)
 
     def _hidden_fields(self) -> dict[str, object]:
         return {"api_key": hidden(self.api_key), "env": hidden_env(self.env)}
@@ -220,6 +225,9 @@ def resolve_deepseek_config(
     stream_idle_timeout_ms: object = DEFAULT_IDLE_TIMEOUT_MS,
     retry_policy: object = None,
     reasoning_passback: object = "tool-turns",
+    max_concurrency: object = None,
+    requests_per_minute: object = None,
+    tokens_per_minute: object = None,
     env: Mapping[str, str] | None = None,
     launch_env: Mapping[str, str] | None = None,
 ) -> DeepSeekConfig:
@@ -259,6 +267,15 @@ def resolve_deepseek_config(
         raise
     except Exception as exc:
         raise _fail(str(exc)) from None
+    limits = {
+        "max_concurrency": max_concurrency,
+        "requests_per_minute": requests_per_minute,
+        "tokens_per_minute": tokens_per_minute,
+    }
+    try:
+        rate_limits = route_limits(limits, "deepseek")
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
     return DeepSeekConfig(
         base_url=base_url,
         api_key=api_key,
@@ -271,6 +288,7 @@ def resolve_deepseek_config(
         retry_policy=policy,
         reasoning_passback=reasoning_passback,
         env=env,
+        rate_limits=rate_limits,
     )
 
 
@@ -279,6 +297,12 @@ def _entry(config: DeepSeekConfig, model: str) -> DeepSeekModel | None:
         if entry.id == model:
             return entry
     return None
+
+
+def context_window(config: DeepSeekConfig, model: str) -> int:
+    """The context window of `model`: its catalog entry's, else the configured default."""
+    entry = _entry(config, model)
+    return (entry.context_window if entry is not None else None) or config.default_context_window
 
 
 def published_reasoning(config: DeepSeekConfig) -> ModelReasoningInfo:
