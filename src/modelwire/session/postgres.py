@@ -27,7 +27,7 @@ from urllib.parse import unquote, urlsplit
 from ..errors import ErrorCode, HarnessError
 from .groupcommit import GroupCommitLog
 from .lease import Decision, LeaseRow
-from .lease_sql import SELECT_ALL, SELECT_ONE, UPSERT, for_postgres, lease_row, upsert_args
+from .lease_sql import SELECT_ALL, SELECT_ONE, UPSERT, lease_row, upsert_args
 from .log import SessionInfo, StoredRow
 from .pending import PendingRow, session_updates
 from .postgres_sql import COLUMNS, SCHEMA_VERSION, WRITE, ensure_schema, stored_row
@@ -101,6 +101,7 @@ class PostgresLog(GroupCommitLog):
         self._lock_timeout_ms = lock_timeout_ms
         self._psycopg: ModuleType | None = None
         self._conn: psycopg.AsyncConnection[TupleRow] | None = None
+        self._seen_leases: dict[str, LeaseRow | None] = {}
 
     @classmethod
     async def open(
@@ -220,6 +221,7 @@ class PostgresLog(GroupCommitLog):
     # ---- transaction hooks -------------------------------------------------------------------
 
     async def _tx_open(self, session_ids: Sequence[str]) -> dict[str, int]:
+        self._seen_leases = {}  # lease rows read in this transaction, under its locks
         conn = await self._db()
         first, others = session_ids[0], list(session_ids[1:])
         # one round trip (simple protocol, the id quoted by psycopg as a literal)
@@ -248,16 +250,21 @@ class PostgresLog(GroupCommitLog):
     async def _next_seqs(
         self, conn: psycopg.AsyncConnection[TupleRow], session_ids: list[str]
     ) -> dict[str, int]:
-        """The next seq of each (locked) session, read in one statement after the locks."""
+        """The next seq of each (locked) session, read in one statement after the locks, with
+        its lease row (kept for `_tx_fences`: read under the same locks, in the same round trip)."""
         cur = await conn.execute(
             "SELECT s, (SELECT seq + event_count FROM modelwire_events e WHERE e.session_id = s "
             "ORDER BY seq DESC LIMIT 1), "
-            "(SELECT events FROM modelwire_sessions m WHERE m.session_id = s) "
-            "FROM unnest(%s::text[]) AS u(s)",
+            "(SELECT events FROM modelwire_sessions m WHERE m.session_id = s), "
+            "l.owner, l.token, l.expires_ms "
+            "FROM unnest(%s::text[]) AS u(s) LEFT JOIN modelwire_leases l ON l.session_id = s",
             (session_ids,),
         )
         out: dict[str, int] = {}
-        for sid, top, recorded in await cur.fetchall():
+        for sid, top, recorded, owner, token, expires in await cur.fetchall():
+            self._seen_leases[str(sid)] = (
+                None if token is None else LeaseRow(str(sid), str(owner), int(token), int(expires))
+            )
             following = 0 if top is None else int(top)
             if (recorded or 0) != following:
                 raise HarnessError(
@@ -304,22 +311,31 @@ class PostgresLog(GroupCommitLog):
     ) -> tuple[LeaseRow | None, LeaseRow | None]:
         conn = await self._db()
         sql = self._pg.sql
-        begin = "BEGIN; SELECT pg_advisory_xact_lock({}, hashtext({}))"  # the appends' lock
+        # two round trips: lock (the appends' lock) and read; then write and commit
+        read = "BEGIN; SELECT pg_advisory_xact_lock({}, hashtext({})); " + SELECT_ONE.format(
+            p="{}"
+        )
         try:
-            await conn.execute(sql.SQL(begin).format(LOCK_NAMESPACE, session_id))
-            cur = await conn.execute(for_postgres(SELECT_ONE), (session_id,))
+            cur = await conn.execute(sql.SQL(read).format(LOCK_NAMESPACE, session_id, session_id))
+            while cur.nextset():  # to the last statement's result: the lease row
+                pass
             found = await cur.fetchone()
             before = None if found is None else lease_row(found)
             after = decide(before, now_ms)
-            if after is not None:
-                await conn.execute(for_postgres(UPSERT), upsert_args(after))
-            await conn.execute("COMMIT")
+            if after is None:
+                await conn.execute("COMMIT")
+            else:
+                write = UPSERT.format(p="{}") + "; COMMIT"
+                await conn.execute(sql.SQL(write).format(*upsert_args(after)))
         except BaseException:
             await self._tx_rollback()
             raise
         return before, after
 
     async def _tx_fences(self, session_ids: Sequence[str]) -> dict[str, LeaseRow]:
+        seen = self._seen_leases
+        if all(sid in seen for sid in session_ids):  # read with the seqs, under these locks
+            return {sid: row for sid in session_ids if (row := seen[sid]) is not None}
         conn = await self._db()
         cur = await conn.execute(SELECT_ALL + " WHERE session_id = ANY(%s)", (list(session_ids),))
         return {row.session_id: row for row in map(lease_row, await cur.fetchall())}
