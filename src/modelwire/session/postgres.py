@@ -312,9 +312,7 @@ class PostgresLog(GroupCommitLog):
         conn = await self._db()
         sql = self._pg.sql
         # two round trips: lock (the appends' lock) and read; then write and commit
-        read = "BEGIN; SELECT pg_advisory_xact_lock({}, hashtext({})); " + SELECT_ONE.format(
-            p="{}"
-        )
+        read = "BEGIN; SELECT pg_advisory_xact_lock({}, hashtext({})); " + SELECT_ONE.format(p="{}")
         try:
             cur = await conn.execute(sql.SQL(read).format(LOCK_NAMESPACE, session_id, session_id))
             while cur.nextset():  # to the last statement's result: the lease row
