@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
@@ -32,31 +33,33 @@ Rows: TypeAlias = list[tuple[Any, ...]]  # Any: the drivers' untyped rows
 Query: TypeAlias = Callable[[str, Sequence[object]], Awaitable[Rows]]
 
 
-class Driver:
+class Driver(ABC):
     """One connection to the queue's database (see the module docstring)."""
 
     where: str
     postgres: bool
 
+    @abstractmethod
     def transaction(self) -> contextlib.AbstractAsyncContextManager[Query]:
         """A transaction; yields the statement runner."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def lock_session(self, q: Query, session_id: str) -> None:
-        """Inside a transaction: take `session_id`'s append lock (PostgreSQL: its advisory lock;
-        SQLite: already held by `BEGIN IMMEDIATE`)."""
+        """Inside a transaction: take `session_id`'s append lock."""
 
+    @abstractmethod
     async def try_lock_session(self, q: Query, session_id: str) -> bool:
         """`lock_session` without waiting: False when another writer holds the session."""
-        return True
 
+    @abstractmethod
     async def notify(self, q: Query, ticket: str) -> None:
-        """Inside a transaction: tell waiters `ticket` ended (PostgreSQL `NOTIFY`)."""
+        """Inside a transaction: tell waiters `ticket` ended."""
 
+    @abstractmethod
     async def wait_notice(self, timeout_s: float) -> None:
-        """Wait for a notice or `timeout_s` (SQLite: the timeout only)."""
-        await asyncio.sleep(timeout_s)
+        """Wait for a notice or `timeout_s`."""
 
+    @abstractmethod
     async def close(self) -> None:
         """Release the connection."""
 
@@ -108,6 +111,20 @@ class SqliteDriver(Driver):
                     await q("ROLLBACK", ())
                 raise
             await q("COMMIT", ())
+
+    # `BEGIN IMMEDIATE` already holds the database write lock, every session's append lock;
+    # waiters poll (SQLite has no notices)
+    async def lock_session(self, q: Query, session_id: str) -> None:
+        return
+
+    async def try_lock_session(self, q: Query, session_id: str) -> bool:
+        return True
+
+    async def notify(self, q: Query, ticket: str) -> None:
+        return
+
+    async def wait_notice(self, timeout_s: float) -> None:
+        await asyncio.sleep(timeout_s)
 
     async def close(self) -> None:
         def shut() -> None:
