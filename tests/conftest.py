@@ -1,4 +1,5 @@
-"""Suite-wide hooks: the reliability suite's end-of-run counts, summed over xdist workers.
+"""Suite-wide hooks: the reliability suite's end-of-run counts, summed over xdist workers; and
+`tests/support` (helpers several test folders share) on the import path.
 
 Under `pytest -n N` each worker counts in its own process; it hands its counts to the controller
 in `workeroutput`, and the controller prints the sum once.
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "reliability"))
+sys.path.insert(0, str(Path(__file__).parent / "support"))  # helpers shared across test folders
 from reliability_counts import COUNTS, FACTS
 
 

@@ -1,105 +1,28 @@
-"""Helpers of the DeepSeek rate-limit tests: a fake clock, and a 127.0.0.1 server that publishes
-rate-limit headers and counts the requests it holds in flight."""
+"""Helpers of the DeepSeek rate-limit tests: the shared fake clock and limit server
+(`tests/support/limit_server.py`) with DeepSeek's stream, and a limited adapter."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
 from deepseek_helpers import HELLO, sse_bytes
+from limit_server import T0, Answer, FakeTime
+from limit_server import LimitServer as SharedServer
 
 from modelwire.adapters.deepseek import DeepSeekAdapter
 
-T0 = 1_750_000_000.0
+__all__ = ["KEY", "T0", "Answer", "FakeTime", "LimitServer", "limited"]
+
 KEY = "sk-test-key-123456"
 
 
-class FakeTime:
-    """Epoch-seconds clock plus a sleep that records each request and moves the clock on."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
-
-
-@dataclass
-class Answer:
-    """One scripted reply: a status and headers, with DeepSeek's "hello" stream on a 200."""
-
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-
-
-class LimitServer:
-    """Answers each POST with the next `Answer` (the last one repeats) and counts the requests in
-    flight. While `hold()` (polled) is true an arrived request is held, so all the concurrency
-    a client lets through really meets here; `gate`, when set, holds every reply until it opens.
-    `arrivals` are the `clock()` readings at each arrival (the fake clock of a test)."""
+class LimitServer(SharedServer):
+    """The shared `LimitServer`, streaming DeepSeek's "hello" by default; `clock` timestamps the
+    arrivals."""
 
     def __init__(self, answers: list[Answer], *, clock: Callable[[], float] | None = None) -> None:
-        self.answers = list(answers)
-        self.clock = clock
-        self.hold: Callable[[], bool] | None = None
-        self.gate: asyncio.Event | None = None
-        self.arrived = 0
-        self.arrivals: list[float] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.url = ""
-        self._runner: web.AppRunner | None = None
-
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        await request.read()
-        self.arrived += 1
-        if self.clock is not None:
-            self.arrivals.append(self.clock())
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            while self.hold is not None and self.hold():
-                await asyncio.sleep(0.001)
-            if self.gate is not None:
-                await self.gate.wait()
-            answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-            if answer.status != 200:
-                body = {"error": {"message": "Rate limit reached", "type": "rate_limit_error"}}
-                return web.json_response(body, status=answer.status, headers=answer.headers)
-            headers = {"Content-Type": "text/event-stream", **answer.headers}
-            response = web.StreamResponse(status=200, headers=headers)
-            await response.prepare(request)
-            await response.write(sse_bytes(HELLO))
-            await response.write_eof()
-            return response
-        finally:
-            self.in_flight -= 1
-
-    async def __aenter__(self) -> LimitServer:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.gate is not None:
-            self.gate.set()
-        assert self._runner is not None
-        await self._runner.cleanup()
+        super().__init__(answers, reads=[sse_bytes(HELLO)], error="Rate limit reached", clock=clock)
 
 
 def limited(url: str, time: FakeTime | None = None, **fields: Any) -> DeepSeekAdapter:

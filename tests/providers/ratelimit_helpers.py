@@ -1,19 +1,27 @@
-"""Helpers of the client-side rate-limit tests: a fake clock, and a loopback server that
-publishes rate-limit headers and counts the requests it holds in flight."""
+"""Helpers of the providers' client-side rate-limit tests: the shared fake clock and limit server
+(`tests/support/limit_server.py`), with this protocol's streams and a one-route config."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from limit_server import T0, Answer, FakeTime
+from limit_server import LimitServer as SharedServer
 
 from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.wire.ratelimit import RateLimiter
 
-T0 = 1_750_000_000.0
+__all__ = [
+    "ANTHROPIC_TEXT",
+    "CHAT_TEXT",
+    "T0",
+    "Answer",
+    "FakeTime",
+    "LimitServer",
+    "acme",
+    "adapter",
+]
 
 CHAT_TEXT = [
     b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n',
@@ -38,92 +46,11 @@ ANTHROPIC_TEXT = [
 """An Anthropic Messages stream answering "hi"."""
 
 
-class FakeTime:
-    """Epoch-seconds clock plus a sleep that records each request and moves the clock on."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
-
-    def limiter(self) -> RateLimiter:
-        return RateLimiter(clock=self.clock, sleep=self.sleep)
-
-
-@dataclass
-class Answer:
-    """One scripted reply: a status, headers, and the SSE reads of a 200 (else a JSON error)."""
-
-    status: int = 200
-    headers: dict[str, str] = field(default_factory=dict)
-    reads: list[bytes] = field(default_factory=lambda: list(CHAT_TEXT))
-
-
-class LimitServer:
-    """A 127.0.0.1 server answering each request with the next `Answer` (the last one repeats).
-
-    It counts the requests in flight; while `hold()` (polled) is true, every arrived request is
-    held, so all the concurrency a client lets through really meets at the server. `gate`, when
-    set, holds every reply until it opens.
-    """
+class LimitServer(SharedServer):
+    """The shared `LimitServer`, streaming `CHAT_TEXT` by default."""
 
     def __init__(self, answers: list[Answer], *, hold: Callable[[], bool] | None = None) -> None:
-        self.answers = list(answers)
-        self.hold = hold
-        self.arrived = 0
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.gate: asyncio.Event | None = None
-        self._runner: web.AppRunner | None = None
-        self.url = ""
-
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        await request.read()
-        self.arrived += 1
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        try:
-            while self.hold is not None and self.hold():
-                await asyncio.sleep(0.001)
-            if self.gate is not None:
-                await self.gate.wait()
-            answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-            if answer.status != 200:
-                body = {"error": {"message": "slow down", "type": "rate_limit_error"}}
-                return web.json_response(body, status=answer.status, headers=answer.headers)
-            headers = {"Content-Type": "text/event-stream", **answer.headers}
-            response = web.StreamResponse(status=200, headers=headers)
-            await response.prepare(request)
-            for data in answer.reads:
-                await response.write(data)
-            await response.write_eof()
-            return response
-        finally:
-            self.in_flight -= 1
-
-    async def __aenter__(self) -> LimitServer:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.gate is not None:
-            self.gate.set()
-        assert self._runner is not None
-        await self._runner.cleanup()
+        super().__init__(answers, reads=CHAT_TEXT, hold=hold)
 
 
 def acme(url: str, *, api: str = "openai-completions", **fields: Any) -> dict[str, Any]:
