@@ -92,37 +92,31 @@ class Lease(msgspec.Struct, frozen=True):
         return self.row.expires_ms
 
 
+def _positive_ms(value: object, text: str, code: ErrorCode) -> float:
+    """`value` when it is a finite number > 0 (not a bool); else `code`, `text` naming it."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value > 0)
+    ):
+        raise HarnessError(f"{text} must be a positive number of milliseconds, got {value!r}", code)
+    return float(value)
+
+
 def check_lease_ms(lease_ms: float, renew_ms: float | None, *, where: str = "lease_ms") -> float:
     """The renewal interval for a lease of `lease_ms` (default a third of it); a lease not longer
     than its renewal interval, or a non-positive or non-finite value, is `INVALID_CONFIG` naming
     the values."""
-    if (
-        isinstance(lease_ms, bool)
-        or not isinstance(lease_ms, (int, float))
-        or not (math.isfinite(lease_ms) and lease_ms > 0)
-    ):
+    lease = _positive_ms(lease_ms, where, ErrorCode.INVALID_CONFIG)
+    renew = lease / 3 if renew_ms is None else renew_ms
+    renew = _positive_ms(renew, "the lease renewal interval", ErrorCode.INVALID_CONFIG)
+    if renew >= lease:
         raise HarnessError(
-            f"{where} must be a positive number of milliseconds, got {lease_ms!r}",
-            ErrorCode.INVALID_CONFIG,
-        )
-    renew = lease_ms / 3 if renew_ms is None else renew_ms
-    if (
-        isinstance(renew, bool)
-        or not isinstance(renew, (int, float))
-        or not (math.isfinite(renew) and renew > 0)
-    ):
-        raise HarnessError(
-            f"the lease renewal interval must be a positive number of milliseconds, got "
-            f"{renew_ms!r}",
-            ErrorCode.INVALID_CONFIG,
-        )
-    if renew >= lease_ms:
-        raise HarnessError(
-            f"{where} ({lease_ms:g} ms) must be longer than its renewal interval ({renew:g} ms): "
+            f"{where} ({lease:g} ms) must be longer than its renewal interval ({renew:g} ms): "
             "the lease would expire before it is renewed",
             ErrorCode.INVALID_CONFIG,
         )
-    return float(renew)
+    return renew
 
 
 def _check_owner(owner: str) -> str:
@@ -135,16 +129,7 @@ def _check_owner(owner: str) -> str:
 
 
 def _ttl(ttl_ms: float) -> int:
-    if (
-        isinstance(ttl_ms, bool)
-        or not isinstance(ttl_ms, (int, float))
-        or not (math.isfinite(ttl_ms) and ttl_ms > 0)
-    ):
-        raise HarnessError(
-            f"a lease duration must be a positive number of milliseconds, got {ttl_ms!r}",
-            ErrorCode.INVALID_ARGS,
-        )
-    return max(1, math.ceil(ttl_ms))
+    return max(1, math.ceil(_positive_ms(ttl_ms, "a lease duration", ErrorCode.INVALID_ARGS)))
 
 
 def lease_held(row: LeaseRow, now_ms: int) -> HarnessError:
