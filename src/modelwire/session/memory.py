@@ -60,7 +60,8 @@ class MemoryLog(SessionLog):
         if expect_seq is not None and expect_seq != first:
             raise stale_write(session_id, expect_seq, first)
         if self._fences:
-            self._fence_check(session_id, self._lease_table.get(session_id), self._clock())
+            at = rows[0][1]  # the append's time by this log's clock: "now"
+            self._fence_check(session_id, self._lease_table.get(session_id), at)
         session = self._session(session_id)
         # No await between reading the count and appending: atomic within the event loop.
         for offset, (name, at, raw) in enumerate(rows):
@@ -126,8 +127,10 @@ class _MemoryChunkWriter(ChunkWriter):
         if log._closed:
             log._check_open()
         sid = self.session_id
+        clock = self._clock
+        at = time_ns() // 1_000_000 if clock is None else clock()  # the event's time, and "now"
         if log._fences:
-            log._fence_check(sid, log._lease_table.get(sid), log._clock())
+            log._fence_check(sid, log._lease_table.get(sid), at)
         if not (
             type(chunk) in TEXTS
             and type(chunk.index) is int  # type: ignore[union-attr]
@@ -139,8 +142,6 @@ class _MemoryChunkWriter(ChunkWriter):
         rows = session.rows
         seq = len(rows)
         data = AssistantChunk(self.turn, self.step, self.attempt, chunk)
-        clock = self._clock
-        at = time_ns() // 1_000_000 if clock is None else clock()
         rows.append(Event(seq, CHUNK_TYPE, at, data))
         session.last[CHUNK_TYPE] = seq
         return seq
