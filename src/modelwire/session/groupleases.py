@@ -23,7 +23,7 @@ from typing import TypeVar
 from ..errors import HarnessError
 from ..vocab.typing import Coro
 from .grouphooks import GroupCommitHooks
-from .lease import Decision, LeaseRow, lease_lost
+from .lease import Decision, LeaseRow, fence_error
 
 __all__ = ["GroupLeases"]
 
@@ -104,19 +104,17 @@ class GroupLeases(GroupCommitHooks):
                 if session_id in self._next:
                     await self._commit(durable=False)
 
-    async def fence_locked(self, locked: dict[str, int], first: str | None) -> None:
+    async def fence_locked(self, locked: dict[str, int], first: str) -> None:
         """Check the fences of the sessions just `locked` (see the module docstring); `first` is
-        the session the caller appends to (its refusal is raised), or None for an extension."""
+        the session the caller appends to (its refusal is raised)."""
         fenced = [s for s in locked if s in self._fences]
         if not fenced:
             return
         rows = await self._tx_fences(fenced)
         now = self._clock()
         for sid in fenced:
-            row = rows.get(sid)
-            token = self._fences[sid]
-            if row is not None and row.token == token and row.live(now):
-                continue
-            if first is None or sid == first:
-                raise lease_lost(sid, token, row, now)
-            del locked[sid]
+            error = fence_error(sid, self._fences[sid], rows.get(sid), now)
+            if error is not None:
+                if sid == first:
+                    raise error
+                del locked[sid]

@@ -20,7 +20,7 @@ from .lease import (
     decide_acquire,
     decide_release,
     decide_renew,
-    lease_lost,
+    fence_error,
 )
 
 __all__ = ["Leasing"]
@@ -95,11 +95,8 @@ class Leasing:
     def _fence_check(self, session_id: str, row: LeaseRow | None, now_ms: int) -> None:
         """Raise `LEASE_LOST` when `session_id` is fenced and `row` does not carry its token live."""
         token = self._fences.get(session_id)
-        if token is None:
-            return
-        if row is not None and row.token == token and row.live(now_ms):
-            return
-        raise lease_lost(session_id, token, row, now_ms)
+        if token is not None and (error := fence_error(session_id, token, row, now_ms)):
+            raise error
 
     async def _fence_changed(self, session_id: str) -> None:
         """Called before a fence of `session_id` is set by `hold` (a backend whose open
