@@ -22,6 +22,7 @@ from ..errors import ErrorCode, HarnessError
 from ..session.postgres import LOCK_NAMESPACE, describe_postgres_url
 from ..session.sqlite import sqlite_path_from_url
 from ..session.urls import url_secrets
+from ..wire.status import redact_secrets
 
 if TYPE_CHECKING:
     import psycopg
@@ -153,9 +154,7 @@ class PostgresDriver(Driver):
         self._listener: psycopg.AsyncConnection[TupleRow] | None = None
 
     def _error(self, exc: BaseException) -> HarnessError:
-        text = str(exc).strip() or type(exc).__name__
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
+        text = redact_secrets(str(exc).strip() or type(exc).__name__, self._secrets)
         return HarnessError(f"turn queue {self.where}: {text}", ErrorCode.LOG_UNAVAILABLE)
 
     async def _db(self) -> psycopg.AsyncConnection[TupleRow]:
