@@ -78,14 +78,28 @@ class SplitServer:
 
 
 class _RecordingDecoder(SseDecoder):
-    """The pump's framer, noting each read it is fed (and telling the server)."""
+    """The pump's framer, noting each read it is fed, as bytes or as pieces (and telling the
+    server)."""
 
     server: SplitServer
+    inside = False  # within `feed_pieces`, whose read is already noted
 
     def feed(self, chunk: bytes) -> list[SseEvent]:
-        self.server.reads.append(chunk)
-        self.server.fed.set()
+        if not self.inside:
+            self._note(chunk)
         return super().feed(chunk)
+
+    def feed_pieces(self, pieces: list[bytes]) -> list[SseEvent]:
+        self._note(b"".join(pieces))
+        self.inside = True
+        try:
+            return super().feed_pieces(pieces)
+        finally:
+            self.inside = False
+
+    def _note(self, read: bytes) -> None:
+        self.server.reads.append(read)
+        self.server.fed.set()
 
 
 @contextlib.asynccontextmanager

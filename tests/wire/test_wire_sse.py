@@ -122,3 +122,75 @@ def test_sse_property_any_rechunking_gives_same_events(case: tuple[bytes, list[i
     pieces = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
     assert decode_all(pieces) == decode_all([body])
     assert decode_all([bytes([b]) for b in body]) == decode_all([body])
+
+
+def reference_events(body: bytes) -> list[SseEvent]:
+    """The framing rules line by line, with no fast path: the model `SseDecoder` must match."""
+    if body.startswith(b"\xef\xbb\xbf"):
+        body = body[3:]
+    lines = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    lines.pop()  # the unfinished last line (a trailing CR already ended its line above)
+    out: list[SseEvent] = []
+    data: list[bytes] | None = None
+    event: bytes | None = None
+    last_id: str | None = None
+    for line in lines:
+        if not line:
+            if data is not None:
+                text = b"\n".join(data).decode("utf-8", "replace")
+                name = None if event is None else event.decode("utf-8", "replace")
+                out.append(SseEvent(name, text, last_id))
+                data, event = None, None
+            continue
+        if line.startswith(b":"):
+            continue
+        name_, colon, value = line.partition(b":")
+        if colon and value.startswith(b" "):
+            value = value[1:]
+        if name_ == b"data":
+            data = [*(data or []), value]
+        elif name_ == b"event":
+            event = value or None
+        elif name_ == b"id" and b"\x00" not in value:
+            last_id = value.decode("utf-8", "replace")
+    return out
+
+
+_EVENT = st.one_of(
+    st.text(max_size=20).map(lambda t: b"data: " + t.encode() + b"\n\n"),
+    st.text(max_size=8).map(lambda t: b"data: " + t.replace("\r", "").encode() + b"\n\n"),
+    st.just(b"event: x\ndata: y\n\n"),
+    st.just(b"id: 7\n"),
+    st.just(b"\n"),
+)
+
+
+@st.composite
+def events_and_cuts(draw: st.DrawFn) -> tuple[bytes, list[int]]:
+    plain, _ = draw(stream_and_cuts())
+    events = b"".join(draw(st.lists(_EVENT, max_size=12)))
+    body = plain + events if draw(st.booleans()) else events + plain
+    extra = sorted(draw(st.lists(st.integers(0, len(body)), max_size=12)))
+    return body, [c for c in extra if c <= len(body)]
+
+
+def _reads(body: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted(cuts)
+    return [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(events_and_cuts())
+def test_sse_property_feed_and_feed_pieces_match_the_line_by_line_rules(
+    case: tuple[bytes, list[int]],
+) -> None:
+    body, cuts = case
+    reads = _reads(body, cuts)
+    want = reference_events(body)
+    assert decode_all(reads) == want
+    dec = SseDecoder()
+    got: list[SseEvent] = []
+    for i in range(0, len(reads), 3):  # several pieces per read, as a chunked body gives them
+        got += dec.feed_pieces(reads[i : i + 3])
+    got += dec.close()
+    assert got == want

@@ -25,7 +25,7 @@ from ..vocab import StreamChunk
 from .sse import SseDecoder, SseEvent
 from .watchdog import IdleWatchdog
 
-__all__ = ["Framer", "StreamSource", "Translator", "pump_sse", "translate_reads"]
+__all__ = ["Framer", "Read", "StreamSource", "Translator", "pump_sse", "translate_reads"]
 
 
 class Translator(Protocol):
@@ -60,12 +60,17 @@ class Framer(Protocol):
         """The body ended: the events still pending (or raise on a truncated frame)."""
 
 
+Read = bytes | list[bytes]
+"""One read of a response body: its bytes, or its pieces in order (`stream_post_pieces`: one per
+HTTP chunk), which an SSE body frames without joining them first."""
+
+
 class StreamSource(NamedTuple):
     """What an adapter's opener hands the pump: the body reads, their translator, the idle
     watchdog guarding the reads (closed by the pump when the stream ends) and the body's framer
     (None = Server-Sent Events)."""
 
-    reads: AsyncGenerator[bytes, None]
+    reads: AsyncGenerator[Read, None]
     translator: Translator
     watchdog: IdleWatchdog | None = None
     framer: Framer | None = None
@@ -85,13 +90,20 @@ async def pump_sse(
     """
     reads, translator, watchdog, framer = await open_stream()
     decoder: Framer = SseDecoder() if framer is None else framer
+    feed_pieces = decoder.feed_pieces if isinstance(decoder, SseDecoder) else None
     feed = translator.feed
     out: list[StreamChunk] = []
     failure: Exception | None = None
     try:
         async for data in reads:
             try:
-                for event in decoder.feed(data):
+                if not isinstance(data, list):
+                    events = decoder.feed(data)
+                elif feed_pieces is not None:
+                    events = feed_pieces(data)
+                else:
+                    events = decoder.feed(b"".join(data))
+                for event in events:
                     feed(event, out)
                     if translator.done:
                         break

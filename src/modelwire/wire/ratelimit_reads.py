@@ -14,11 +14,13 @@ Shared by every adapter that owns a `RateLimiter` (the providers routes, the Dee
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
-from typing import Final
+from typing import Final, TypeVar
 
 from .ratelimit import RateLimiter, RouteLimits
 
 __all__ = ["BYTES_PER_TOKEN", "estimate_tokens", "limited_reads"]
+
+T = TypeVar("T")  # a read: body bytes, or its pieces
 
 BYTES_PER_TOKEN: Final = 4
 """The rough request size of one token, in JSON body bytes."""
@@ -31,14 +33,14 @@ def estimate_tokens(body: bytes, context_window: int | None) -> int:
 
 
 async def limited_reads(
-    reads: AsyncGenerator[bytes, None],
+    reads: AsyncGenerator[T, None],
     limiter: RateLimiter,
     route: str,
     estimated_tokens: int,
     used: Callable[[], int | None],
     *,
     limits: RouteLimits | None = None,
-) -> AsyncGenerator[bytes, None]:
+) -> AsyncGenerator[T, None]:
     """`reads`, started once `limiter` grants `route` (configured with `limits`) a permit; the
     permit is released however the reads end, with `used()` tokens (None: not reported)."""
     permit = await limiter.acquire(route, estimated_tokens, limits=limits)

@@ -5,7 +5,8 @@ invalid bytes replaced by U+FFFD (a code point may be split across reads), one l
 stripped, lines ending in CRLF, LF or a lone CR (a CR at the end of a read is held until the next
 read decides), comments ignored, multi-line ``data`` joined with ``\\n``, an event dispatched on a
 blank line only when it has at least one ``data`` line. It never buffers more than one unfinished
-line plus the pending event, and the common LF-only case costs one ``bytes.split`` per read.
+line plus the pending event; the common LF-only read costs one ``bytes.split`` on the blank lines,
+and each one-line ``data: `` event one slice and one decode.
 A line, or a pending event's data, larger than `MAX_EVENT_BYTES` (or the decoder's own
 `max_event_bytes`) fails with `LlmError` ``MALFORMED_RESPONSE``: every ``data`` line counts, with
 or without a colon, each adding its bytes plus the joining newline, so a body that never frames an
@@ -114,11 +115,41 @@ class SseDecoder:
             buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
             if held:
                 buf += b"\r"
+        if len(buf) > self._limit:
+            return self._measured(buf)
+        # Cut on the blank lines first: each block before one is an event's lines followed by
+        # its dispatch, and the common block (one `data: ` line, nothing pending) becomes its
+        # event without being split into lines.
+        blocks = buf.split(b"\n\n")
+        rest = blocks.pop()
+        out: list[SseEvent] = []
+        for block in blocks:
+            if (
+                block[:6] == b"data: "
+                and self._data is None
+                and self._event is None
+                and block.find(b"\n") < 0
+            ):
+                out.append(SseEvent(None, block[6:].decode("utf-8", "replace"), self._id))
+            elif block or self._data is not None:  # (an empty block: two blank lines)
+                lines = block.split(b"\n")
+                lines.append(b"")
+                out += self._lines(lines)
+        if rest:
+            lines = rest.split(b"\n")
+            tail = lines.pop()
+            if tail:
+                self._hold(tail)
+            if lines:
+                out += self._lines(lines)
+        return out
+
+    def _measured(self, buf: bytes) -> list[SseEvent]:
+        """`feed`'s line path for a read longer than the cap: it may hold a complete line longer
+        than the cap (lines are measured only then)."""
         lines = buf.split(b"\n")
         tail = lines.pop()
-        # A read longer than the cap may hold a complete line longer than it (one compare per
-        # read; lines are measured only then).
-        if len(buf) > self._limit and lines and max(map(len, lines)) > self._limit:
+        if lines and max(map(len, lines)) > self._limit:
             self._reset()
             raise _too_large(self._limit)
         if tail:
@@ -126,6 +157,28 @@ class SseDecoder:
         if not lines:
             return []
         return self._lines(lines)
+
+    def feed_pieces(self, pieces: list[bytes]) -> list[SseEvent]:
+        """`feed` of the pieces of one read in order (a chunked body's HTTP chunks): a piece that
+        is one whole ``data: `` event (`data: ...\\n\\n`, no other line break) arriving with
+        nothing pending becomes its event without any line splitting; the others are fed."""
+        out: list[SseEvent] = []
+        for piece in pieces:
+            if (
+                piece[:6] == b"data: "
+                and piece[-2:] == b"\n\n"
+                and self._data is None
+                and self._event is None
+                and not self._parts
+                and not self._bom
+                and piece.find(b"\n", 6, -2) < 0
+                and piece.find(b"\r") < 0
+                and len(piece) <= self._limit
+            ):
+                out.append(SseEvent(None, piece[6:-2].decode("utf-8", "replace"), self._id))
+            else:
+                out += self.feed(piece)
+        return out
 
     def _hold(self, data: bytes) -> None:
         if data:

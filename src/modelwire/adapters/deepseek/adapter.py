@@ -34,7 +34,7 @@ from ...vocab import (
 )
 from ...wire.attribution import attribution_headers
 from ...wire.credentials import assert_usable_api_key, resolve_api_key
-from ...wire.http import stream_post
+from ...wire.http import stream_post_pieces
 from ...wire.pump import StreamSource, pump_sse
 from ...wire.ratelimit import RateLimiter
 from ...wire.ratelimit_reads import estimate_tokens, limited_reads
@@ -225,7 +225,7 @@ class DeepSeekAdapter(LlmAdapter):
             message=f"DeepSeek stream idle timeout after {_ms(config.stream_idle_timeout_ms)}ms",
         )
         route, limiter = options.provider, self.rate_limiter
-        reads = stream_post(
+        reads = stream_post_pieces(
             base_url + "/chat/completions",
             body,
             headers,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Final
 
 import msgspec
@@ -18,8 +18,8 @@ from ...errors import ErrorCode, LlmError
 from ...vocab import GenerateOptions, ImageBlock, Message
 from ...wire.attribution import attribution_headers
 from ...wire.credentials import credential_values
-from ...wire.http import stream_post
-from ...wire.pump import StreamSource
+from ...wire.http import stream_post_pieces
+from ...wire.pump import Read, StreamSource
 from ...wire.ratelimit import RateLimiter
 from ...wire.watchdog import IdleWatchdog
 from .config import ResolvedProfile
@@ -239,6 +239,7 @@ async def open_call(
         record.answer_tool = options.output.name  # a forced tool whose input is the answer
     watchdog = _watchdog(profile, options)
     framer = spec.framer() if spec.framer is not None else None
+    reads: AsyncGenerator[Read, None]
     if profile.transport == "websocket":
         from ...wire.websocket import MessageFramer, responses_websocket
 
@@ -253,7 +254,7 @@ async def open_call(
         )
     else:
         observe = None if limiter is None else functools.partial(limiter.observe, profile.route)
-        reads = stream_post(
+        reads = stream_post_pieces(  # the pump joins the pieces for a binary framer
             request.url,
             request.body,
             headers,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 
 from ...wire import ratelimit_reads
+from ...wire.pump import Read
 from ...wire.ratelimit import RateLimiter
 from .config import ResolvedProfile
 from .materialize import ModelDescriptor
@@ -31,12 +32,12 @@ def _used(record: ResponseRecord) -> int | None:
 
 
 def limited_reads(
-    reads: AsyncGenerator[bytes, None],
+    reads: AsyncGenerator[Read, None],
     limiter: RateLimiter,
     profile: ResolvedProfile,
     estimated_tokens: int,
     record: ResponseRecord,
-) -> AsyncGenerator[bytes, None]:
+) -> AsyncGenerator[Read, None]:
     """`reads`, started once `limiter` grants the route a permit; the permit is released
     however the reads end (`wire.ratelimit_reads.limited_reads`)."""
     return ratelimit_reads.limited_reads(

@@ -1,0 +1,272 @@
+"""The streaming client end to end (`wire.http.stream_post` over `wire.h1` and `wire.pool`):
+framings, reuse, stale connections, faults, TLS, flow control, against real local servers."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+
+import pytest
+import trustme
+from wire_helpers import SSE_HEAD, Conn, RawServer, chunk, read_request
+
+from modelwire import LlmError
+from modelwire.wire import pool as pool_module
+from modelwire.wire.http import close_sessions, stream_post
+from modelwire.wire.watchdog import IdleWatchdog
+
+MakeServer = Callable[[Conn], Awaitable[RawServer]]
+
+
+def _post(url: str, headers: dict[str, str] | None = None) -> AsyncIterator[bytes]:
+    return stream_post(
+        url + "/v1/chat",
+        b'{"a": 1}',
+        headers or {"Authorization": "Bearer sk-secret-value"},
+        provider="Acme",
+        endpoint=url,
+        watchdog=IdleWatchdog(5000),
+    )
+
+
+async def _drain(url: str, headers: dict[str, str] | None = None) -> bytes:
+    gen = _post(url, headers)
+    try:
+        return b"".join([b async for b in gen])
+    finally:
+        await gen.aclose()  # type: ignore[attr-defined]
+
+
+def _serve(reply: bytes, *, keep: bool = True) -> Conn:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            await read_request(reader)
+            writer.write(reply)
+            await writer.drain()
+            if not keep:
+                return
+
+    return handler
+
+
+async def test_h1_content_length_body_streams_and_the_connection_is_reused(
+    raw_server: MakeServer,
+) -> None:
+    srv = await raw_server(_serve(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\ndata: x\n\n"))
+    for _ in range(3):
+        assert await _drain(srv.url) == b"data: x\n\n"
+    assert srv.connections == 1
+
+
+async def test_h1_body_until_close_is_read_whole_and_never_reused(raw_server: MakeServer) -> None:
+    srv = await raw_server(_serve(b"HTTP/1.1 200 OK\r\n\r\ndata: x\n\n", keep=False))
+    for _ in range(2):
+        assert await _drain(srv.url) == b"data: x\n\n"
+    assert srv.connections == 2
+
+
+async def test_h1_connection_close_header_is_honoured(raw_server: MakeServer) -> None:
+    reply = b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok"
+    srv = await raw_server(_serve(reply))
+    for _ in range(2):
+        assert await _drain(srv.url) == b"ok"
+    assert srv.connections == 2
+
+
+async def test_h1_early_close_with_the_body_already_whole_keeps_the_connection(
+    raw_server: MakeServer,
+) -> None:
+    # The pump stops at the protocol's end marker; the terminal chunk came in the same read.
+    srv = await raw_server(_serve(SSE_HEAD + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"))
+    for _ in range(3):
+        gen = _post(srv.url)
+        assert await gen.__anext__() == b"data: [DONE]\n\n"
+        await gen.aclose()  # type: ignore[attr-defined]
+    assert srv.connections == 1
+
+
+async def test_h1_idle_connection_closed_by_the_server_is_replaced(raw_server: MakeServer) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(SSE_HEAD + chunk(b"data: 1\n\n") + b"0\r\n\r\n")
+        await writer.drain()  # then close: the pooled connection goes stale
+
+    srv = await raw_server(handler)
+    assert await _drain(srv.url) == b"data: 1\n\n"
+    await asyncio.wait_for(srv.closed.wait(), 2)
+    await asyncio.sleep(0)  # the client sees the EOF
+    assert await _drain(srv.url) == b"data: 1\n\n"
+    assert srv.connections == 2
+
+
+@pytest.mark.parametrize(
+    ("wire", "reason"),
+    [
+        (SSE_HEAD + chunk(b"data: 1\n\n") + b"zz\r\n", "the chunked response body is malformed"),
+        (SSE_HEAD + chunk(b"data: 1\n\n") + b"40\r\nshort", "the response body was cut off"),
+        (b"HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\nshort", "the response body was cut off"),
+    ],
+)
+async def test_h1_broken_body_is_a_transport_stream_failure_after_its_good_bytes(
+    raw_server: MakeServer, wire: bytes, reason: str
+) -> None:
+    srv = await raw_server(_serve(wire, keep=False))
+    got: list[bytes] = []
+    with pytest.raises(LlmError) as info:
+        async for data in _post(srv.url):
+            got.append(data)
+    assert info.value.code == "TRANSPORT"
+    assert info.value.message == f"Acme API stream from {srv.url} failed: {reason}"
+    assert b"".join(got).startswith(b"data: 1\n\n" if b"data: 1" in wire else b"short")
+
+
+@pytest.mark.parametrize(
+    ("wire", "reason"),
+    [
+        (b"", "the server closed the connection"),
+        (b"SSH-2.0-OpenSSH\r\n\r\n", "the response is not HTTP/1.1"),
+    ],
+)
+async def test_h1_no_http_answer_is_a_transport_request_failure(
+    raw_server: MakeServer, wire: bytes, reason: str
+) -> None:
+    srv = await raw_server(_serve(wire, keep=False))
+    with pytest.raises(LlmError) as info:
+        await _drain(srv.url)
+    assert (info.value.code, info.value.message) == (
+        "TRANSPORT",
+        f"Acme API request to {srv.url} failed: {reason}",
+    )
+
+
+async def test_h1_header_injection_is_refused_before_anything_is_sent(
+    raw_server: MakeServer,
+) -> None:
+    srv = await raw_server(_serve(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"))
+    with pytest.raises(LlmError) as info:
+        await _drain(srv.url, {"X-Note": "a\r\nX-Injected: sk-secret-value"})
+    assert info.value.code == "TRANSPORT"
+    assert "the request header 'X-Note' is not valid" in info.value.message
+    assert "sk-secret-value" not in info.value.message
+    assert srv.connections <= 1  # a pooled connection may have been opened; nothing was sent
+
+
+async def test_h1_url_that_is_not_http_is_refused() -> None:
+    with pytest.raises(LlmError) as info:
+        await _drain("ftp://127.0.0.1:1")
+    assert (
+        info.value.message == "Acme API request to ftp://127.0.0.1:1 failed: the URL is not valid"
+    )
+
+
+async def test_h1_request_carries_host_length_and_the_exact_body(raw_server: MakeServer) -> None:
+    seen: list[bytes] = []
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await read_request(reader))
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+
+    srv = await raw_server(handler)
+    await _drain(srv.url)
+    head, _, body = seen[0].partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"POST /v1/chat HTTP/1.1"
+    assert f"Host: {srv.url.removeprefix('http://')}".encode() in lines
+    assert b"Content-Length: 8" in lines and body == b'{"a": 1}'
+
+
+async def test_h1_large_body_read_slowly_arrives_whole(raw_server: MakeServer) -> None:
+    # More than the high-water mark is sent at once: reading pauses, then resumes as it drains.
+    payload = b"".join(b"data: %06d\n\n" % i for i in range(60_000))
+    srv = await raw_server(_serve(SSE_HEAD + chunk(payload) + b"0\r\n\r\n"))
+    got: list[bytes] = []
+    async for data in _post(srv.url):
+        got.append(data)
+        await asyncio.sleep(0)
+    assert b"".join(got) == payload
+
+
+async def test_h1_close_sessions_closes_the_idle_pooled_connections(raw_server: MakeServer) -> None:
+    srv = await raw_server(_serve(SSE_HEAD + chunk(b"data: 1\n\n") + b"0\r\n\r\n"))
+    assert await _drain(srv.url) == b"data: 1\n\n"
+    assert not srv.closed.is_set()
+    await close_sessions()
+    await asyncio.wait_for(srv.closed.wait(), 2)
+
+
+@pytest.fixture
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture
+def trust(ca: trustme.CA) -> Iterator[None]:
+    """The client trusts `ca` (its process-wide TLS context swapped for the test)."""
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    context.set_alpn_protocols(["http/1.1"])
+    saved = pool_module._tls
+    pool_module._tls = context
+    try:
+        yield
+    finally:
+        pool_module._tls = saved
+
+
+async def _tls_server(ca: trustme.CA, reply: bytes) -> tuple[asyncio.Server, str]:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost", "127.0.0.1").configure_cert(context)
+
+    async def on_conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await read_request(reader)
+            writer.write(reply)
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(on_conn, "127.0.0.1", 0, ssl=context)
+    return server, f"https://localhost:{server.sockets[0].getsockname()[1]}"
+
+
+async def test_h1_tls_stream_verified_against_the_trust_store(ca: trustme.CA, trust: None) -> None:
+    server, url = await _tls_server(ca, SSE_HEAD + chunk(b"data: secure\n\n") + b"0\r\n\r\n")
+    try:
+        assert await _drain(url) == b"data: secure\n\n"
+    finally:
+        server.close()
+        await close_sessions()
+
+
+async def test_h1_tls_certificate_not_trusted_is_a_tls_failure(ca: trustme.CA) -> None:
+    server, url = await _tls_server(ca, b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+    try:
+        with pytest.raises(LlmError) as info:
+            await _drain(url)
+        assert info.value.message == f"Acme API request to {url} failed: TLS handshake failed"
+    finally:
+        server.close()
+        await close_sessions()
+
+
+async def test_h1_close_sessions_also_closes_a_connection_lent_to_a_stream(
+    raw_server: MakeServer,
+) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(SSE_HEAD + chunk(b"data: 1\n\n"))
+        await writer.drain()
+        await reader.read()  # the stream stays open until the client closes it
+
+    srv = await raw_server(handler)
+    gen = _post(srv.url)
+    assert await gen.__anext__() == b"data: 1\n\n"
+    await close_sessions()
+    await asyncio.wait_for(srv.closed.wait(), 2)
+    with pytest.raises(LlmError) as info:
+        await gen.__anext__()
+    assert info.value.message.endswith("failed: the response body was cut off")
