@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import ipaddress
 import socket
 import ssl
 import weakref
@@ -53,6 +54,14 @@ def _connect_reason(exc: OSError) -> str:
     return "could not connect"
 
 
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 class Pool:
     """The connections of one event loop: idle keep-alive ones by (TLS, host, port), and the
     ones lent to a request (closed with the pool, like those idle)."""
@@ -84,7 +93,8 @@ class Pool:
                 port,
                 ssl=tls_context() if tls else None,
                 server_hostname=host if tls else None,
-                happy_eyeballs_delay=_HAPPY_EYEBALLS_S,
+                # racing addresses only helps a name with several (an IP literal has one)
+                happy_eyeballs_delay=None if _is_ip(host) else _HAPPY_EYEBALLS_S,
             )
         except OSError as exc:
             raise WireError(_connect_reason(exc)) from exc
