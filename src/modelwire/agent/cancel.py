@@ -24,13 +24,14 @@ class TurnSignal:
         self._task = task
         self._inside: set[asyncio.Future[Any]] = set()  # Any: whatever the adopted tasks return
         self._event = asyncio.Event()
+        self._set = False  # `_event` is set (read per chunk: no method call)
         self.cause: AbortKind | None = None
         self.reason: str | None = None
 
     @property
     def cancelled(self) -> bool:
         """True once the turn was cancelled (by `cancel()` or by cancelling its task)."""
-        if self._event.is_set():
+        if self._set:
             return True
         task = self._task
         return task is not None and task.cancelling() > 0
@@ -40,6 +41,7 @@ class TurnSignal:
         if self.cause is None:
             self.cause = kind
             self.reason = reason
+        self._set = True
         self._event.set()
         task, caller = self._task, asyncio.current_task()
         inside = caller is task or caller in self._inside

@@ -232,7 +232,10 @@ class SessionLog(Leasing, ABC):
                 f"invalid seq range [{from_seq}, {to_seq}) for session {sid!r}",
                 ErrorCode.INVALID_ARGS,
             )
-        rows = await self._load(sid, from_seq, to_seq)
+        if chunks:
+            rows = await self._load(sid, from_seq, to_seq)
+        else:
+            rows = await self._load_facts(sid, from_seq, to_seq)
         if not rows and not await self._exists(sid):
             raise HarnessError(f"session {sid!r} does not exist", ErrorCode.SESSION_NOT_FOUND)
         return expand(sid, rows, from_seq, to_seq, chunks=chunks)
@@ -349,6 +352,13 @@ class SessionLog(Leasing, ABC):
         (the base class clips it). Includes rows buffered but not yet durable. An unknown session returns `[]` (the base
         class then asks `_exists` to tell "unknown" from "empty range").
         """
+
+    async def _load_facts(
+        self, session_id: str, from_seq: int, to_seq: int | None
+    ) -> list[StoredRow]:
+        """`_load`, where the `assistant/chunk` events may be left out (the caller drops them):
+        a backend that can skip them cheaply overrides this."""
+        return await self._load(session_id, from_seq, to_seq)
 
     @abstractmethod
     async def _load_latest(self, session_id: str, type: str) -> StoredRow | None:

@@ -1,29 +1,52 @@
 """The in-memory session log: process-local, nothing survives the process (tests, scratch runs).
 
 Rows appended through `append` are kept encoded, as a durable backend stores them (a read decodes
-them); chunks pushed through a `ChunkWriter` are validated like them and kept as their events.
+them). Chunks pushed through a `ChunkWriter` are validated like them and kept as the bare chunk,
+its time and its attempt (`turn, step, attempt`, shared by the attempt's chunks) in three lists
+indexed by seq: a read builds each chunk's `Event` when it is asked for, so a push builds none.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from time import time_ns
+from typing import TypeAlias
 
 from ..events import AssistantChunk, Event
 from ..vocab import StreamChunk
-from .chunkrun import CHUNK_TYPE, TEXTS, ChunkWriter, check_chunk, row_time
+from .chunkrun import CHUNK_TYPE, TEXTS, ChunkWriter, check_chunk
 from .lease import Decision, LeaseRow
 from .log import Row, SessionInfo, SessionLog, StoredRow, now_ms, stale_write
 
 __all__ = ["MemoryLog"]
 
 
+Attempt: TypeAlias = tuple[int, int, int]
+"""`(turn, step, attempt)` of pushed chunk events."""
+
+
 class _Session:
-    __slots__ = ("last", "rows")
+    __slots__ = ("attempts", "facts", "last", "rows", "times")
 
     def __init__(self) -> None:
-        self.rows: list[StoredRow] = []  # one per event, at index seq
+        # One entry per event, at index seq: the stored row, or a pushed chunk whose attempt is
+        # `attempts[seq]` (None for a stored row) and whose time is `times[seq]`.
+        self.rows: list[StoredRow | StreamChunk] = []
+        self.attempts: list[Attempt | None] = []
+        self.times: list[int] = []
+        self.facts: list[int] = []  # the seqs of the stored rows (every event but pushed chunks)
         self.last: dict[str, int] = {}  # event type -> the highest seq of that type
+
+    def row(self, seq: int) -> StoredRow:
+        """The stored form of event `seq` (a pushed chunk as its `Event`)."""
+        row = self.rows[seq]
+        attempt = self.attempts[seq]
+        if attempt is None:
+            return row  # type: ignore[return-value]  # only pushed chunks have an attempt
+        turn, step, number = attempt
+        data = AssistantChunk(turn, step, number, row)  # type: ignore[arg-type]
+        return Event(seq, CHUNK_TYPE, self.times[seq], data)
 
 
 class MemoryLog(SessionLog):
@@ -67,6 +90,9 @@ class MemoryLog(SessionLog):
         for offset, (name, at, raw) in enumerate(rows):
             seq = first + offset
             session.rows.append((seq, name, at, raw))
+            session.attempts.append(None)
+            session.times.append(at)
+            session.facts.append(seq)
             session.last[name] = seq
         return first
 
@@ -77,21 +103,33 @@ class MemoryLog(SessionLog):
         session = self._sessions.get(session_id)
         if session is None:
             return []
-        return session.rows[from_seq:to_seq]
+        end = len(session.rows) if to_seq is None else min(to_seq, len(session.rows))
+        return [session.row(seq) for seq in range(from_seq, end)]
+
+    async def _load_facts(
+        self, session_id: str, from_seq: int, to_seq: int | None
+    ) -> list[StoredRow]:
+        session = self._sessions.get(session_id)
+        if session is None:
+            return []
+        facts = session.facts
+        start = bisect_left(facts, from_seq)
+        end = len(facts) if to_seq is None else bisect_left(facts, to_seq)
+        return [session.row(seq) for seq in facts[start:end]]
 
     async def _load_latest(self, session_id: str, type: str) -> StoredRow | None:
         session = self._sessions.get(session_id)
         if session is None:
             return None
         seq = session.last.get(type)
-        return None if seq is None else session.rows[seq]
+        return None if seq is None else session.row(seq)
 
     async def _exists(self, session_id: str) -> bool:
         return session_id in self._sessions
 
     async def _list_sessions(self) -> list[SessionInfo]:
         return [
-            SessionInfo(sid, len(s.rows), row_time(s.rows[0]), row_time(s.rows[-1]))
+            SessionInfo(sid, len(s.rows), s.times[0], s.times[-1])
             for sid, s in self._sessions.items()
             if s.rows
         ]
@@ -113,14 +151,17 @@ class MemoryLog(SessionLog):
 
 
 class _MemoryChunkWriter(ChunkWriter):
-    """Pushes are always taken at once: the chunk event is validated and kept decoded."""
+    """Pushes are always taken at once: the chunk is validated and kept as it is."""
 
-    __slots__ = ("_clock", "_memory")
+    __slots__ = ("_attempt", "_clock", "_held", "_memory", "_session")
 
     def __init__(self, log: MemoryLog, session_id: str, turn: int, step: int, attempt: int) -> None:
         super().__init__(log, session_id, turn, step, attempt)
         self._memory = log
         self._clock = None if log._clock is now_ms else log._clock  # None: `time_ns` inline
+        self._attempt: Attempt = (turn, step, attempt)
+        self._session: _Session | None = None
+        self._held: tuple[LeaseRow, int] | None = None  # a lease row and token found to hold
 
     def push(self, chunk: StreamChunk) -> int:
         log = self._memory
@@ -130,7 +171,7 @@ class _MemoryChunkWriter(ChunkWriter):
         clock = self._clock
         at = time_ns() // 1_000_000 if clock is None else clock()  # the event's time, and "now"
         if log._fences:
-            log._fence_check(sid, log._lease_table.get(sid), at)
+            self._check_fence(log, sid, at)
         if not (
             type(chunk) in TEXTS
             and type(chunk.index) is int  # type: ignore[union-attr]
@@ -138,10 +179,24 @@ class _MemoryChunkWriter(ChunkWriter):
             and chunk.text.isascii()  # type: ignore[union-attr]
         ):
             check_chunk(sid, self.turn, self.step, self.attempt, chunk)
-        session = log._sessions.get(sid) or log._session(sid)
+        session = self._session
+        if session is None:  # a memory log never drops a session: this one is kept
+            session = self._session = log._session(sid)
         rows = session.rows
         seq = len(rows)
-        data = AssistantChunk(self.turn, self.step, self.attempt, chunk)
-        rows.append(Event(seq, CHUNK_TYPE, at, data))
+        rows.append(chunk)
+        session.attempts.append(self._attempt)
+        session.times.append(at)
         session.last[CHUNK_TYPE] = seq
         return seq
+
+    def _check_fence(self, log: MemoryLog, sid: str, at: int) -> None:
+        """The fence check of one push: the row and token last found to hold are checked by
+        identity and expiry alone (a renewal or takeover stores a new row)."""
+        row = log._lease_table.get(sid)
+        held = self._held
+        token = log._fences.get(sid)
+        if held is not None and held[0] is row and held[1] == token and row.expires_ms > at:
+            return
+        log._fence_check(sid, row, at)
+        self._held = None if row is None or token is None else (row, token)
