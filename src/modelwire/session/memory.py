@@ -170,8 +170,15 @@ class _MemoryChunkWriter(ChunkWriter):
         sid = self.session_id
         clock = self._clock
         at = time_ns() // 1_000_000 if clock is None else clock()  # the event's time, and "now"
-        if log._fences:
-            self._check_fence(log, sid, at)
+        if log._fences:  # the row and token last found to hold: checked by identity and expiry
+            held = self._held
+            if (
+                held is None
+                or held[0] is not log._lease_table.get(sid)
+                or held[0].expires_ms <= at
+                or log._fences.get(sid) != held[1]
+            ):
+                self._check_fence(log, sid, at)
         if not (
             type(chunk) in TEXTS
             and type(chunk.index) is int  # type: ignore[union-attr]
@@ -191,12 +198,9 @@ class _MemoryChunkWriter(ChunkWriter):
         return seq
 
     def _check_fence(self, log: MemoryLog, sid: str, at: int) -> None:
-        """The fence check of one push: the row and token last found to hold are checked by
-        identity and expiry alone (a renewal or takeover stores a new row)."""
+        """The full fence check of a push (a renewal or takeover stores a new lease row, so a
+        row found to hold is then trusted until it expires)."""
         row = log._lease_table.get(sid)
-        held = self._held
         token = log._fences.get(sid)
-        if held is not None and held[0] is row and held[1] == token and row.expires_ms > at:
-            return
         log._fence_check(sid, row, at)
         self._held = None if row is None or token is None else (row, token)
