@@ -38,3 +38,29 @@ async def test_reads_equal_storage_whatever_the_cache_dropped(durable_store: Sto
     whole = mine["a"]
     assert parts == [whole[0:5], whole[60:130], whole[100:]]
     assert await log.latest("a", "step/start") == await other.latest("a", "step/start")
+
+
+async def test_an_open_run_longer_than_the_bound_is_cut_inside_and_reads_stay_exact(
+    durable_store: Store,
+) -> None:
+    # One attempt's pushes stay one pending run (one cache entry) until the transaction is
+    # written; the cache bound then starts the tail inside that run.
+    log = await durable_store.open(commit_rows=10_000)
+    log._cache = TailCache(limit=40)  # type: ignore[attr-defined]
+    await log.append("s", TurnStart(1))
+    writer = log.chunk_writer("s", 1, 1, 1)
+    for i in range(200):
+        chunk = TextDelta(0, f"t{i}")
+        if writer.push(chunk) < 0:
+            await writer.append(chunk)
+    assert log._cache.size <= 40  # type: ignore[attr-defined]
+    inside = await log.read("s", 180, 190)
+    tail = await log.read("s", 170)
+    early = await log.read("s", 5, 9)  # before the cached tail: from storage
+    latest = await log.latest("s", "assistant/chunk")
+    await log.flush()
+    other = await durable_store.open()
+    whole = await other.read("s")
+    assert [e.seq for e in whole] == list(range(201))
+    assert inside == whole[180:190] and tail == whole[170:] and early == whole[5:9]
+    assert latest == whole[-1]

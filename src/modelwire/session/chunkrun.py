@@ -43,6 +43,7 @@ __all__ = [
     "ChunkRun",
     "ChunkWriter",
     "LoadedRow",
+    "PushedRun",
     "StoredRun",
     "check_chunk",
     "contiguous",
@@ -86,9 +87,33 @@ class StoredRun(msgspec.Struct, frozen=True):
     data: bytes
 
 
-LoadedRow: TypeAlias = tuple[int, str, int, bytes] | StoredRun | Event
+class PushedRun(msgspec.Struct, frozen=True):
+    """Chunk events this log instance pushed and still holds as chunks (a snapshot of a
+    `pending.PendingRun`): seqs `seq .. seq + len(chunks) - 1`, `times[i]` the time of
+    `chunks[i]`. Built into events only by a read that wants the chunks."""
+
+    seq: int
+    turn: int
+    step: int
+    attempt: int
+    times: list[int]
+    chunks: list[StreamChunk]
+
+    def events(self, from_seq: int, to_seq: int | None) -> list[Event]:
+        """The events of this run with `from_seq <= seq < to_seq`."""
+        seq, turn, step, attempt = self.seq, self.turn, self.step, self.attempt
+        lo = max(from_seq - seq, 0)
+        hi = len(self.chunks) if to_seq is None else min(to_seq - seq, len(self.chunks))
+        times, chunks = self.times, self.chunks
+        return [
+            Event(seq + i, CHUNK_TYPE, times[i], AssistantChunk(turn, step, attempt, chunks[i]))
+            for i in range(lo, hi)
+        ]
+
+
+LoadedRow: TypeAlias = tuple[int, str, int, bytes] | StoredRun | Event | PushedRun
 """What a backend's loader returns per row: one event's `(seq, type, time, payload)`, a run of
-chunk events, or an event the backend keeps decoded (the memory log)."""
+chunk events (stored, or still held as pushed), or an event the backend keeps decoded."""
 
 _ENCODER = msgspec.json.Encoder()
 _RUN_DECODER = msgspec.json.Decoder(ChunkRun)
@@ -208,6 +233,8 @@ def row_span(row: LoadedRow) -> tuple[int, int]:
         return row.seq, row.count
     if isinstance(row, Event):
         return row.seq, 1
+    if isinstance(row, PushedRun):
+        return row.seq, len(row.chunks)
     return row[0], 1
 
 
@@ -215,6 +242,8 @@ def row_time(row: LoadedRow) -> int:
     """The epoch-ms time of a loaded row's first event."""
     if isinstance(row, (StoredRun, Event)):
         return row.time
+    if isinstance(row, PushedRun):
+        return row.times[0]
     return row[2]
 
 
@@ -255,6 +284,8 @@ def expand(
     for row in rows:
         if isinstance(row, Event):  # the memory log's (checked first: the common case there)
             out.append(row)
+        elif isinstance(row, PushedRun):
+            out.extend(row.events(from_seq, to_seq))
         elif isinstance(row, StoredRun):
             events = decode_run(session_id, row)
             end = row.seq + row.count if to_seq is None else to_seq
@@ -273,7 +304,7 @@ def _expand_facts(session_id: str, rows: Iterable[LoadedRow]) -> list[Event]:
         if isinstance(row, Event):
             if row.type != CHUNK_TYPE:
                 out.append(row)
-        elif not isinstance(row, StoredRun) and row[1] != CHUNK_TYPE:
+        elif not isinstance(row, (StoredRun, PushedRun)) and row[1] != CHUNK_TYPE:
             seq, name, at, raw = row
             out.append(Event(seq, name, at, decode_event_data(session_id, seq, name, raw)))
     return out

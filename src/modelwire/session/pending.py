@@ -2,7 +2,7 @@
 
 `GroupCommitLog` keeps, in its open transaction, a list of pending entries: rows appended
 through `append` (already encoded) and `PendingRun`s, the chunks one `GroupChunkWriter` pushed
-in a row. When the transaction is written (a commit, or a read that must see it), `seal` turns
+in a row (kept as chunks: a push builds no event object). When the transaction is written (a commit, or a read that must see it), `seal` turns
 each entry into one stored row: a run becomes one row of `count` events, encoded in one call.
 """
 
@@ -12,14 +12,14 @@ from collections.abc import Sequence
 from time import time_ns
 from typing import TYPE_CHECKING, Final, TypeAlias
 
-from ..events import AssistantChunk, Event, encode_event_data
+from ..events import AssistantChunk, encode_event_data
 from ..vocab import StreamChunk
-from .chunkrun import CHUNK_TYPE, TEXTS, ChunkWriter, check_chunk, encode_run
+from .chunkrun import CHUNK_TYPE, TEXTS, ChunkWriter, PushedRun, check_chunk, encode_run
 from .log import now_ms
-from .tailcache import Tail
 
 if TYPE_CHECKING:
     from .groupcommit import GroupCommitLog
+    from .tailcache import Tail
 
 __all__ = [
     "MAX_PENDING_EVENTS",
@@ -40,28 +40,36 @@ PendingRow: TypeAlias = tuple[str, int, str, int, bytes, int]
 
 
 class PendingRun:
-    """Chunk events of one attempt pushed back to back into the open transaction (seqs
-    `seq .. end - 1`)."""
+    """Chunks of one attempt pushed back to back into the open transaction (seqs
+    `seq .. end - 1`), kept as the chunks and their times: no event is built for a push. The
+    tail cache holds the same object, so this instance's reads see the chunks at once."""
 
-    __slots__ = ("attempt", "end", "events", "open", "seq", "session_id", "step", "turn")
+    __slots__ = ("attempt", "chunks", "end", "open", "seq", "session_id", "step", "times", "turn")
 
     def __init__(self, session_id: str, seq: int, turn: int, step: int, attempt: int) -> None:
         self.session_id, self.seq, self.end = session_id, seq, seq
         self.turn, self.step, self.attempt = turn, step, attempt
-        self.events: list[Event] = []
+        self.chunks: list[StreamChunk] = []
+        self.times: list[int] = []
         self.open = True  # False once written (or dropped): later pushes start a new run
+
+    def snapshot(self, end: int | None = None) -> PushedRun:
+        """The run's events before seq `end` (all when None) as a frozen row for a reader."""
+        count = len(self.chunks) if end is None else min(end - self.seq, len(self.chunks))
+        return PushedRun(
+            self.seq, self.turn, self.step, self.attempt, self.times[:count], self.chunks[:count]
+        )
 
     def row(self) -> PendingRow:
         """The stored row of this run (closing it)."""
         self.open = False
-        events = self.events
-        first = events[0]
-        if len(events) == 1:  # a run of one is an ordinary row
-            _, raw = encode_event_data(self.session_id, first.data)
-            return (self.session_id, self.seq, CHUNK_TYPE, first.time, raw, 1)
-        chunks = [e.data.chunk for e in events]  # type: ignore[attr-defined]
-        raw = encode_run(self.turn, self.step, self.attempt, [e.time for e in events], chunks)
-        return (self.session_id, self.seq, CHUNK_TYPE, first.time, raw, len(events))
+        chunks, times = self.chunks, self.times
+        if len(chunks) == 1:  # a run of one is an ordinary row
+            data = AssistantChunk(self.turn, self.step, self.attempt, chunks[0])
+            _, raw = encode_event_data(self.session_id, data)
+            return (self.session_id, self.seq, CHUNK_TYPE, times[0], raw, 1)
+        raw = encode_run(self.turn, self.step, self.attempt, times, chunks)
+        return (self.session_id, self.seq, CHUNK_TYPE, times[0], raw, len(chunks))
 
 
 def seal(pending: Sequence[PendingRow | PendingRun]) -> list[PendingRow]:
@@ -127,21 +135,18 @@ class GroupChunkWriter(ChunkWriter):
             check_chunk(sid, self.turn, self.step, self.attempt, chunk)
         clock = self._clock
         at = time_ns() // 1_000_000 if clock is None else clock()
-        event = Event(
-            seq, CHUNK_TYPE, at, AssistantChunk(self.turn, self.step, self.attempt, chunk)
-        )
         run = self._run
         if run is None or not run.open or run.end != seq:
             run = self._run = PendingRun(sid, seq, self.turn, self.step, self.attempt)
             log._pending.append(run)
-        run.events.append(event)
+        run.chunks.append(chunk)
+        run.times.append(at)
         run.end = seq + 1
         cache = log._cache
         tail = self._tail
         if tail is None or not tail.live or tail.end != seq:
             tail = self._tail = cache.at(sid, seq)
-        tail.rows.append(event)
-        tail.end = seq + 1
+        tail.push(run)
         cache.size += 1
         if cache.size > cache.limit:
             cache.shrink()
