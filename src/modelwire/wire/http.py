@@ -240,7 +240,9 @@ async def stream_post_pieces(
     try:
         key, target, host = _route(url, encoded_url)
         request = request_bytes("POST", target, host, dict(headers), body)
+        del body  # a long prompt is not held for the whole stream (nor its request bytes)
         conn, head = await watchdog.guard(_exchange(pool, key, request))
+        del request
     except LlmError:
         raise
     except _TRANSPORT_ERRORS as exc:
