@@ -27,7 +27,7 @@ Attempt: TypeAlias = tuple[int, int, int]
 
 
 class _Session:
-    __slots__ = ("attempts", "facts", "last", "rows", "times")
+    __slots__ = ("attempts", "facts", "last", "last_chunk", "rows", "times")
 
     def __init__(self) -> None:
         # One entry per event, at index seq: the stored row, or a pushed chunk whose attempt is
@@ -37,6 +37,7 @@ class _Session:
         self.times: list[int] = []
         self.facts: list[int] = []  # the seqs of the stored rows (every event but pushed chunks)
         self.last: dict[str, int] = {}  # event type -> the highest seq of that type
+        self.last_chunk = -1  # ... of type `assistant/chunk` (-1: none), set per push
 
     def row(self, seq: int) -> StoredRow:
         """The stored form of event `seq` (a pushed chunk as its `Event`)."""
@@ -93,7 +94,10 @@ class MemoryLog(SessionLog):
             session.attempts.append(None)
             session.times.append(at)
             session.facts.append(seq)
-            session.last[name] = seq
+            if name == CHUNK_TYPE:
+                session.last_chunk = seq
+            else:
+                session.last[name] = seq
         return first
 
     async def _flush(self) -> None:
@@ -121,8 +125,8 @@ class MemoryLog(SessionLog):
         session = self._sessions.get(session_id)
         if session is None:
             return None
-        seq = session.last.get(type)
-        return None if seq is None else session.row(seq)
+        seq = session.last_chunk if type == CHUNK_TYPE else session.last.get(type, -1)
+        return None if seq < 0 else session.row(seq)
 
     async def _exists(self, session_id: str) -> bool:
         return session_id in self._sessions
@@ -194,7 +198,7 @@ class _MemoryChunkWriter(ChunkWriter):
         rows.append(chunk)
         session.attempts.append(self._attempt)
         session.times.append(at)
-        session.last[CHUNK_TYPE] = seq
+        session.last_chunk = seq
         return seq
 
     def _check_fence(self, log: MemoryLog, sid: str, at: int) -> None:

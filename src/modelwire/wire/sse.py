@@ -163,22 +163,26 @@ class SseDecoder:
         is one whole ``data: `` event (`data: ...\\n\\n`, no other line break) arriving with
         nothing pending becomes its event without any line splitting; the others are fed."""
         out: list[SseEvent] = []
+        idle = self._idle()  # nothing pending: only a piece that is not one event changes it
+        limit = self._limit
         for piece in pieces:
             if (
-                piece[:6] == b"data: "
+                idle
+                and piece[:6] == b"data: "
                 and piece[-2:] == b"\n\n"
-                and self._data is None
-                and self._event is None
-                and not self._parts
-                and not self._bom
                 and piece.find(b"\n", 6, -2) < 0
                 and piece.find(b"\r") < 0
-                and len(piece) <= self._limit
+                and len(piece) <= limit
             ):
                 out.append(SseEvent(None, piece[6:-2].decode("utf-8", "replace"), self._id))
             else:
                 out += self.feed(piece)
+                idle = self._idle()
         return out
+
+    def _idle(self) -> bool:
+        """Nothing pending: no unfinished line, event data or event name, the BOM settled."""
+        return self._data is None and self._event is None and not self._parts and not self._bom
 
     def _hold(self, data: bytes) -> None:
         if data:
