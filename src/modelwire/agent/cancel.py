@@ -22,9 +22,11 @@ class TurnSignal:
 
     def __init__(self, task: asyncio.Task[object] | None) -> None:
         self._task = task
-        self._inside: set[asyncio.Future[Any]] = set()  # Any: whatever the adopted tasks return
-        self._event = asyncio.Event()
-        self._set = False  # `_event` is set (read per chunk: no method call)
+        # Made when first needed (most turns never adopt a task nor wait): a turn in flight
+        # holds no event or set of its own. Any: whatever the adopted tasks return.
+        self._inside: set[asyncio.Future[Any]] | None = None
+        self._event: asyncio.Event | None = None
+        self._set = False  # cancelled through `cancel()` (read per chunk: no method call)
         self.cause: AbortKind | None = None
         self.reason: str | None = None
 
@@ -42,19 +44,26 @@ class TurnSignal:
             self.cause = kind
             self.reason = reason
         self._set = True
-        self._event.set()
+        if self._event is not None:
+            self._event.set()
         task, caller = self._task, asyncio.current_task()
-        inside = caller is task or caller in self._inside
+        inside = caller is task or (self._inside is not None and caller in self._inside)
         if task is not None and not task.done() and not inside:
             task.cancel()
 
     def adopt(self, inner: asyncio.Future[Any]) -> None:  # Any: its result is not used
         """Count `inner` (a task the turn runs, e.g. a tool call) as inside the turn."""
+        if self._inside is None:
+            self._inside = set()
         self._inside.add(inner)
         inner.add_done_callback(self._inside.discard)
 
     async def wait(self) -> None:
         """Return once the turn is cancelled (explicit `cancel()` calls only)."""
+        if self._set:
+            return
+        if self._event is None:
+            self._event = asyncio.Event()
         await self._event.wait()
 
 

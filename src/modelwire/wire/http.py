@@ -172,6 +172,7 @@ async def _exchange(pool: Pool, key: Key, request: bytes) -> tuple[Connection, H
     conn = await pool.acquire(key)
     try:
         conn.write(request)
+        del request  # sent (or in the transport's buffer): not held while the head is awaited
         data = b""
         while True:
             more = conn.take()
