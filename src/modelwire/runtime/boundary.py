@@ -27,7 +27,9 @@ is already propagating, which then wins (the cleanup error is logged). After a f
 adapter's `aclose` is never looked up.
 
 Hot path: with no middleware, `rt.stream()` iterates one boundary generator over the adapter
-iterator — one extra generator frame per chunk and no per-chunk allocation or type check.
+iterator — one extra generator frame per chunk and no per-chunk allocation or type check; over
+an HTTP adapter's pump (`BatchedChunks`) the boundary pulls once per read, so the pump's own
+per-chunk generator step is saved.
 """
 
 from __future__ import annotations
@@ -35,13 +37,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Final
+from typing import Final, Protocol
 
 from ..errors import ErrorCode, normalize_llm_failure
 from ..vocab import Aborted, Error, Finish, LlmFailure, StreamChunk
 from .events import logger
 
-__all__ = ["ChunkStream", "failure_finish", "guard_adapter"]
+__all__ = ["BatchedChunks", "ChunkStream", "failure_finish", "guard_adapter"]
 
 _CANCELLED_MESSAGE: Final = "the adapter call was cancelled"
 
@@ -62,25 +64,42 @@ def _consumer_cancelling() -> bool:
     return task is not None and task.cancelling() > 0
 
 
+def _failed(exc: BaseException) -> Finish:
+    """The terminal chunk for `exc` raised at a failure site, or `CancelledError` raised instead
+    when the consuming task is being cancelled (the original one, or a fresh one chained)."""
+    if _consumer_cancelling():
+        if isinstance(exc, asyncio.CancelledError):
+            raise exc
+        raise asyncio.CancelledError() from exc
+    return failure_finish(exc)
+
+
+class BatchedChunks(Protocol):
+    """An adapter iterator that can also hand its chunks over read by read (`wire.pump`'s
+    `PumpStream`): the boundary then pulls one list per read instead of one chunk at a time,
+    saving a generator step per chunk. The lists are the same chunks in the same order."""
+
+    def chunk_batches(self) -> AsyncIterator[list[StreamChunk]]:
+        """The chunks as one list per read (use this or the iterator itself, once)."""
+
+
 async def guard_adapter(
     open_iterator: Callable[[], Awaitable[AsyncIterator[StreamChunk]]],
 ) -> AsyncGenerator[StreamChunk, None]:
     """Run selection, dispatch and iteration of one adapter call behind the failure boundary.
 
     `open_iterator` performs sites (a)-(c) and returns the adapter's iterator; it runs only when
-    this generator is first iterated (after every middleware had its say).
+    this generator is first iterated (after every middleware had its say). An iterator that
+    offers `chunk_batches()` (`BatchedChunks`) is pulled read by read.
     """
     try:
         iterator = await open_iterator()
-        pull = iterator.__anext__
-    except asyncio.CancelledError as exc:
-        if _consumer_cancelling():
-            raise
-        failed = failure_finish(exc)
-    except Exception as exc:
-        if _consumer_cancelling():
-            raise asyncio.CancelledError() from exc
-        failed = failure_finish(exc)
+        batched = getattr(iterator, "chunk_batches", None)
+        pulled: AsyncIterator[list[StreamChunk]] | AsyncIterator[StreamChunk]
+        pulled = batched() if batched is not None else iterator
+        pull = pulled.__anext__
+    except (asyncio.CancelledError, Exception) as exc:
+        failed = _failed(exc)
     else:
         settled = False
         try:
@@ -88,23 +107,19 @@ async def guard_adapter(
                 # Only the pull is guarded: anything thrown in at the `yield` (a consumer or
                 # middleware error) is never turned into a failure finish.
                 try:
-                    chunk = await pull()
+                    got = await pull()
                 except StopAsyncIteration:
                     settled = True
                     return
-                except asyncio.CancelledError as exc:
+                except (asyncio.CancelledError, Exception) as exc:
                     settled = True
-                    if _consumer_cancelling():
-                        raise
-                    failed = failure_finish(exc)
+                    failed = _failed(exc)
                     break
-                except Exception as exc:
-                    settled = True
-                    if _consumer_cancelling():
-                        raise asyncio.CancelledError() from exc
-                    failed = failure_finish(exc)
-                    break
-                yield chunk
+                if batched is None:
+                    yield got  # a chunk (the iterator's own `__anext__`)
+                else:
+                    for chunk in got:  # type: ignore[union-attr]  # one read's chunks
+                        yield chunk
         finally:
             if not settled:
                 close = getattr(iterator, "aclose", None)

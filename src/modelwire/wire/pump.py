@@ -8,10 +8,12 @@ the translator is `done` (its protocol's end marker arrived) nothing more is rea
 the body the framer is closed and `Translator.end` runs, appending the closing chunks or raising
 the end-of-stream failure, again after the chunks it already produced.
 
-`pump_sse` is the adapter's own async generator (no extra generator hop per chunk): it awaits
-`open_stream()` on the first `__anext__` (so every check an adapter makes before I/O still raises
-from iteration, never from `stream()` itself), owns the reads from then on and closes them, and
-the idle watchdog with them, however the stream ends. `translate_reads` is the same pump over
+`pump_sse` returns the adapter's iterator, a `PumpStream` over one async generator of the
+chunks read by read: it awaits `open_stream()` on the first `__anext__` (so every check an
+adapter makes before I/O still raises from iteration, never from `stream()` itself), owns the
+reads from then on and closes them, and the idle watchdog with them, however the stream ends.
+The runtime's failure boundary pulls the per-read lists (`chunk_batches`), so a chunk costs no
+generator step of its own on the way to the consumer. `translate_reads` is the same pump over
 reads already in memory (no I/O).
 """
 
@@ -25,7 +27,15 @@ from ..vocab import StreamChunk
 from .sse import SseDecoder, SseEvent
 from .watchdog import IdleWatchdog
 
-__all__ = ["Framer", "Read", "StreamSource", "Translator", "pump_sse", "translate_reads"]
+__all__ = [
+    "Framer",
+    "PumpStream",
+    "Read",
+    "StreamSource",
+    "Translator",
+    "pump_sse",
+    "translate_reads",
+]
 
 
 class Translator(Protocol):
@@ -76,11 +86,53 @@ class StreamSource(NamedTuple):
     framer: Framer | None = None
 
 
-async def pump_sse(
+class PumpStream:
+    """What `pump_sse` returns: an async iterator of the response's chunks, and
+    `chunk_batches()`, the same chunks as one list per read (the runtime's failure boundary
+    pulls those: one generator step per read instead of per chunk). Use one or the other."""
+
+    __slots__ = ("_batches", "_chunks")
+
+    def __init__(self, batches: AsyncGenerator[list[StreamChunk], None]) -> None:
+        self._batches = batches
+        self._chunks: AsyncGenerator[StreamChunk, None] | None = None
+
+    def __aiter__(self) -> PumpStream:
+        return self
+
+    def __anext__(self) -> Awaitable[StreamChunk]:
+        chunks = self._chunks
+        if chunks is None:
+            chunks = self._chunks = _each(self._batches)
+        return chunks.__anext__()
+
+    def chunk_batches(self) -> AsyncGenerator[list[StreamChunk], None]:
+        """The chunks, one list per read (each list is the consumer's: the pump makes a new one)."""
+        return self._batches
+
+    async def aclose(self) -> None:
+        """Stop: the reads (and the connection under them) and the idle watchdog are closed."""
+        if self._chunks is not None:
+            await self._chunks.aclose()
+        await self._batches.aclose()
+
+
+async def _each(
+    batches: AsyncGenerator[list[StreamChunk], None],
+) -> AsyncGenerator[StreamChunk, None]:
+    try:
+        async for batch in batches:
+            for chunk in batch:
+                yield chunk
+    finally:
+        await batches.aclose()
+
+
+def pump_sse(
     open_stream: Callable[[], Awaitable[StreamSource]],
     *,
     map_error: Callable[[LlmError], LlmError] | None = None,
-) -> AsyncGenerator[StreamChunk, None]:
+) -> PumpStream:
     """Stream the chunks of one response: `open_stream()` (checks, then the request's reads),
     then read by read through one `SseDecoder` and the source's translator.
 
@@ -88,6 +140,13 @@ async def pump_sse(
     stream) passes through `map_error` when given (e.g. to reclassify an HTTP error by its
     text); a different error it returns is raised with the original as its cause.
     """
+    return PumpStream(_batches(open_stream, map_error))
+
+
+async def _batches(
+    open_stream: Callable[[], Awaitable[StreamSource]],
+    map_error: Callable[[LlmError], LlmError] | None,
+) -> AsyncGenerator[list[StreamChunk], None]:
     reads, translator, watchdog, framer = await open_stream()
     decoder: Framer = SseDecoder() if framer is None else framer
     feed_pieces = decoder.feed_pieces if isinstance(decoder, SseDecoder) else None
@@ -112,9 +171,8 @@ async def pump_sse(
             if out:
                 if watchdog is not None:
                     watchdog.first_output()
-                for chunk in out:
-                    yield chunk
-                out.clear()
+                yield out
+                out = []
             if failure is not None:
                 raise failure
             if translator.done:
@@ -123,8 +181,8 @@ async def pump_sse(
             _finish(decoder, translator, out)
         except Exception as exc:
             failure = exc
-        for chunk in out:
-            yield chunk
+        if out:
+            yield out
         if failure is not None:
             raise failure
     except LlmError as exc:
