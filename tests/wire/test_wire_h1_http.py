@@ -4,7 +4,9 @@ framings, reuse, stale connections, faults, TLS, flow control, against real loca
 from __future__ import annotations
 
 import asyncio
+import gc
 import ssl
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import pytest
@@ -13,7 +15,7 @@ from wire_helpers import SSE_HEAD, Conn, RawServer, chunk, read_request
 
 from modelwire import LlmError
 from modelwire.wire import pool as pool_module
-from modelwire.wire.http import close_sessions, stream_post
+from modelwire.wire.http import close_sessions, get_session, stream_post
 from modelwire.wire.watchdog import IdleWatchdog
 
 MakeServer = Callable[[Conn], Awaitable[RawServer]]
@@ -270,3 +272,26 @@ async def test_h1_close_sessions_also_closes_a_connection_lent_to_a_stream(
     with pytest.raises(LlmError) as info:
         await gen.__anext__()
     assert info.value.message.endswith("failed: the response body was cut off")
+
+
+def test_h1_a_finished_event_loop_is_not_kept_alive_by_its_pools() -> None:
+    # The per-loop tables are keyed weakly; their loop-shutdown closers drop the entries.
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def one() -> None:
+        async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            await writer.drain()
+
+        srv = await asyncio.start_server(handler, "127.0.0.1", 0)
+        url = f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}"
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        get_session()  # the aiohttp session table too
+        assert await _drain(url) == b"ok"
+        srv.close()
+
+    for _ in range(3):
+        asyncio.run(one())
+    gc.collect()
+    assert [ref() for ref in loops] == [None, None, None]

@@ -71,7 +71,7 @@ def get_session() -> aiohttp.ClientSession:
         cookie_jar=aiohttp.DummyCookieJar(),
         auto_decompress=True,
     )
-    _sessions[loop] = (session, _close_at_loop_shutdown(lambda: _close_session(session)))
+    _sessions[loop] = (session, _close_at_loop_shutdown(lambda: _drop_session(loop, session)))
     return session
 
 
@@ -81,7 +81,8 @@ def _close_at_loop_shutdown(
     """An async generator parked at its first `yield`: the loop's `shutdown_asyncgens()` (run by
     `asyncio.run` on exit) finalises it, which runs `close` (the pooled session's, the
     connection pool's), so programs that never call `close_sessions()` exit without an
-    "Unclosed client session" or unclosed-transport warning."""
+    "Unclosed client session" or unclosed-transport warning. `close` also drops the loop's table
+    entry: the generator refers to its loop, so a kept entry would keep the loop alive."""
 
     async def closer() -> AsyncGenerator[None, None]:
         try:
@@ -101,6 +102,15 @@ def _close_at_loop_shutdown(
 async def _close_session(session: aiohttp.ClientSession) -> None:
     if not session.closed:
         await session.close()
+
+
+async def _drop_session(loop: asyncio.AbstractEventLoop, session: aiohttp.ClientSession) -> None:
+    """At loop shutdown: forget the loop's entry (its closer refers to the loop, so the entry
+    would otherwise keep a finished loop alive) and close the session."""
+    entry = _sessions.get(loop)
+    if entry is not None and entry[0] is session:
+        del _sessions[loop]
+    await _close_session(session)
 
 
 async def close_sessions() -> None:
@@ -163,7 +173,7 @@ def _pool() -> Pool:
     pool = get_pool(loop)
     if pool is None:
         pool = new_pool(loop)
-        pool.closer = _close_at_loop_shutdown(pool.close)
+        pool.closer = _close_at_loop_shutdown(lambda: close_pool(loop))
     return pool
 
 

@@ -66,10 +66,10 @@ class Pool:
     """The connections of one event loop: idle keep-alive ones by (TLS, host, port), and the
     ones lent to a request (closed with the pool, like those idle)."""
 
-    __slots__ = ("_busy", "_closed", "_idle", "_loop", "closer")
+    # No reference to the loop itself: the per-loop table is keyed weakly by it.
+    __slots__ = ("_busy", "_closed", "_idle", "closer")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def __init__(self) -> None:
         self._idle: dict[Key, list[Connection]] = {}
         self._busy: set[Connection] = set()
         self._closed = False
@@ -87,8 +87,9 @@ class Pool:
             conn.close()  # closed by the server while idle, or it sent bytes nobody asked for
         tls, host, port = key
         try:
-            _, conn = await self._loop.create_connection(
-                lambda: Connection(self._loop),
+            loop = asyncio.get_running_loop()
+            _, conn = await loop.create_connection(
+                lambda: Connection(loop),
                 host,
                 port,
                 ssl=tls_context() if tls else None,
@@ -134,12 +135,12 @@ def get_pool(loop: asyncio.AbstractEventLoop) -> Pool | None:
 
 def new_pool(loop: asyncio.AbstractEventLoop) -> Pool:
     """A fresh pool for `loop` (replacing, not closing, any earlier one)."""
-    pool = _pools[loop] = Pool(loop)
+    pool = _pools[loop] = Pool()
     return pool
 
 
 def close_pool(loop: asyncio.AbstractEventLoop) -> None:
-    """Close the pool of `loop` (a later request makes a fresh one)."""
+    """Close the pool of `loop` and forget it (a later request makes a fresh one)."""
     pool = _pools.pop(loop, None)
     if pool is not None:
         pool.close()
