@@ -144,12 +144,9 @@ class GroupChunkWriter(ChunkWriter):
         run.end = seq + 1
         cache = log._cache
         tail = self._tail
-        if tail is None or not tail.live or tail.end != seq or tail.rows[-1] is not run:
-            if tail is None or not tail.live or tail.end != seq:
-                tail = self._tail = cache.at(sid, seq)
-            tail.push(run)
-        else:
-            tail.end = seq + 1  # `Tail.push` inlined: the tail already ends with this run
+        if tail is None or not tail.live or tail.end != seq:
+            tail = self._tail = cache.at(sid, seq)
+        tail.push(run)
         cache.size += 1
         if cache.size > cache.limit:
             cache.shrink()
