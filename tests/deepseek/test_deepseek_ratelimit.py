@@ -10,7 +10,6 @@ a providers profile's are, and a wait is logged by an Agent turn and printed by 
 from __future__ import annotations
 
 import asyncio
-import io
 import math
 import re
 import tomllib
@@ -19,14 +18,11 @@ from pathlib import Path
 import pytest
 from deepseek_helpers import collect, options
 from deepseek_ratelimit_helpers import KEY, T0, Answer, FakeTime, LimitServer, limited
-from rich.console import Console
+from limit_server import chat_wait_lines
 
 from modelwire import LlmRuntime, TextDelta
 from modelwire.adapters.deepseek import DeepSeekAdapter
 from modelwire.agent import Agent, open_runtime
-from modelwire.cli.chatopts import CallOptions
-from modelwire.cli.chatsession import ChatSession
-from modelwire.cli.chatview import ChatView
 from modelwire.cli.config import CliConfig
 from modelwire.cli.routes import Route, RouteSet
 from modelwire.errors import HarnessError, LlmError
@@ -279,26 +275,7 @@ async def test_chat_prints_the_wait_line_on_stderr() -> None:
             routes={ROUTE: Route(ROUTE, "DeepSeek", "built-in", adapter, None)},
             config=CliConfig(),
         )
-        stderr = io.StringIO()
-        view = ChatView(sink=None, reasoning=False, stderr=Console(file=stderr, width=200))
-        chat = ChatSession(
-            log=MemoryLog(),
-            routes=routes,
-            session_id="chat-1",
-            route=ROUTE,
-            model=MODEL,
-            system=None,
-            options=CallOptions(),
-            tools=[],
-            view=view,
-        )
-        try:
-            assert (await chat.send("hello")).kind == "completed"
-            assert stderr.getvalue() == ""
-            assert (await chat.send("again")).kind == "completed"
-        finally:
-            await chat.close()
-    lines = [line for line in stderr.getvalue().splitlines() if "rate limit" in line]
+        lines = await chat_wait_lines(routes, ROUTE, MODEL)
     assert lines == [
         "waiting 2s for deepseek rate limit (requests: 0 requests remaining until the reset)"
     ]

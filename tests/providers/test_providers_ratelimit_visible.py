@@ -5,16 +5,12 @@ prints one stderr line for it. The limiter runs on a fake clock throughout."""
 from __future__ import annotations
 
 import asyncio
-import io
 
+from limit_server import chat_wait_lines
 from ratelimit_helpers import Answer, FakeTime, LimitServer, adapter
-from rich.console import Console
 
 from modelwire import LlmRuntime
 from modelwire.agent import Agent
-from modelwire.cli.chatopts import CallOptions
-from modelwire.cli.chatsession import ChatSession
-from modelwire.cli.chatview import ChatView
 from modelwire.cli.config import CliConfig
 from modelwire.cli.render import event_line
 from modelwire.cli.routes import Route, RouteSet
@@ -85,26 +81,7 @@ async def test_chat_prints_one_stderr_line_when_a_call_waits() -> None:
         routes = RouteSet(
             routes={"acme": Route("acme", "Acme", "config", providers, None)}, config=CliConfig()
         )
-        stderr = io.StringIO()
-        view = ChatView(sink=None, reasoning=False, stderr=Console(file=stderr, width=200))
-        chat = ChatSession(
-            log=MemoryLog(),
-            routes=routes,
-            session_id="chat-1",
-            route="acme",
-            model="m",
-            system=None,
-            options=CallOptions(),
-            tools=[],
-            view=view,
-        )
-        try:
-            assert (await chat.send("hello")).kind == "completed"
-            assert stderr.getvalue() == ""
-            assert (await chat.send("again")).kind == "completed"
-        finally:
-            await chat.close()
-    lines = [line for line in stderr.getvalue().splitlines() if "rate limit" in line]
+        lines = await chat_wait_lines(routes, "acme", "m")
     assert lines == [
         "waiting 2s for acme rate limit (requests: 0 requests remaining until the reset)"
     ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Final
 
 from aiohttp import web
+from catchall import serve_all
 from reliability_wire import good_events, sse, text_events
 
 __all__ = ["IN_STREAM", "SCENARIOS", "EchoServer"]
@@ -102,14 +103,7 @@ class EchoServer:
         self._runner: web.AppRunner | None = None
 
     async def __aenter__(self) -> EchoServer:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_all(self._handle)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

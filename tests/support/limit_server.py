@@ -1,14 +1,23 @@
-"""Shared by the rate-limit tests of every adapter: a fake epoch-seconds clock, and a 127.0.0.1
-server that publishes rate-limit headers and counts the requests it holds in flight."""
+"""Shared by the rate-limit tests of every adapter: a fake epoch-seconds clock, a 127.0.0.1
+server that publishes rate-limit headers and counts the requests it holds in flight, and two chat
+turns that report the wait lines printed on stderr."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from aiohttp import web
+from catchall import serve_all
+from rich.console import Console
 
+from modelwire.cli.chatopts import CallOptions
+from modelwire.cli.chatsession import ChatSession
+from modelwire.cli.chatview import ChatView
+from modelwire.cli.routes import RouteSet
+from modelwire.session import MemoryLog
 from modelwire.wire.ratelimit import RateLimiter
 
 T0 = 1_750_000_000.0
@@ -98,14 +107,7 @@ class LimitServer:
             self.in_flight -= 1
 
     async def __aenter__(self) -> LimitServer:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, handle_signals=False)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_all(self._handle)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -113,3 +115,29 @@ class LimitServer:
             self.gate.set()
         assert self._runner is not None
         await self._runner.cleanup()
+
+
+async def chat_wait_lines(routes: RouteSet, route: str, model: str) -> list[str]:
+    """Two chat turns through a `ChatSession` on `route` of `routes` (the first must complete
+    without a word on stderr, the second complete too); the stderr lines that name a rate
+    limit."""
+    stderr = io.StringIO()
+    view = ChatView(sink=None, reasoning=False, stderr=Console(file=stderr, width=200))
+    chat = ChatSession(
+        log=MemoryLog(),
+        routes=routes,
+        session_id="chat-1",
+        route=route,
+        model=model,
+        system=None,
+        options=CallOptions(),
+        tools=[],
+        view=view,
+    )
+    try:
+        assert (await chat.send("hello")).kind == "completed"
+        assert stderr.getvalue() == ""
+        assert (await chat.send("again")).kind == "completed"
+    finally:
+        await chat.close()
+    return [line for line in stderr.getvalue().splitlines() if "rate limit" in line]

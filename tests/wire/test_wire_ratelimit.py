@@ -12,29 +12,12 @@ from datetime import UTC, datetime
 from email.utils import formatdate
 
 import pytest
+from limit_server import T0, FakeTime
 
 from modelwire.events_ratelimit import RateLimitNotice
 from modelwire.runtime.ratewait import listen_for_rate_limit_waits
 from modelwire.wire.ratelimit import Permit, RateLimiter, RouteLimits, route_limits
 from modelwire.wire.ratelimit_headers import parse_duration_s, parse_rate_limit_headers
-
-T0 = 1_750_000_000.0
-
-
-class FakeTime:
-    """A clock (epoch seconds) and a sleep that records each request and advances the clock."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-        self.sleeps: list[float] = []
-
-    def clock(self) -> float:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        self.now += seconds
-        await asyncio.sleep(0)
 
 
 class StuckTime(FakeTime):
