@@ -5,10 +5,13 @@
 Starts the local SSE server in its own process (unless `--port` names a running one), then in
 this process: opens the client, runs a few streams to warm every cache and pool, measures the
 resident set (`/proc/self/statm`) as the idle baseline, starts all `--streams` streams at once
-in one event loop (`asyncio.gather`), and checks each result exactly against the server's
-`/expected` (text, reasoning, tool call, usage, finish). It prints one line per client with the
-peak RSS above idle divided by the streams (`ru_maxrss` is the process peak, so the figure is an
-upper bound), and exits 1 if any stream failed or differed. The target (issue 21): zero loss at
+in one event loop (one task each, all created before the first runs, so all are in flight at
+once), and checks each result exactly against the server's `/expected` (text, reasoning, tool
+call, usage, finish) as its stream ends; the result is then dropped, as a server would, so the
+figure is the memory of streams in flight, not of 10,000 results the harness keeps. It prints
+one line per client with the peak RSS above idle divided by the streams (`ru_maxrss` is the
+process peak, so the figure is an upper bound) and the most streams in flight at once, and exits
+1 if any stream failed or differed. The target (issue 21): zero loss at
 10,000 streams and < 8 KiB of peak RSS per concurrent stream above idle.
 """
 
@@ -47,8 +50,108 @@ def peak_kib() -> float:
     return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
+class _Tally:
+    """Streams in flight (and the most at once), errors and lost results of one run."""
+
+    def __init__(self) -> None:
+        self.inflight = self.most = self.errors = self.lost = 0
+        self.first = ""
+
+    def started(self) -> None:
+        self.inflight += 1
+        self.most = max(self.most, self.inflight)
+
+
+ASYNCIO_FLOOR = "asyncio-floor"
+"""Not a client: the least memory any asyncio stream can take (see `_FloorProtocol`)."""
+
+
+class _FloorProtocol(asyncio.Protocol):
+    """The asyncio floor of one stream: one connection (no reuse), one request written whole,
+    the response counted and dropped read by read until the chunked body's last chunk, no
+    parsing at all. Not a correct client (it reassembles nothing); it only says how much RSS a
+    task, a socket and its transport take, so that the table shows what a real client adds."""
+
+    __slots__ = ("done", "received", "request", "tail", "transport")
+
+    def __init__(self, request: bytes, done: asyncio.Future[int]) -> None:
+        self.request, self.done, self.received, self.tail = request, done, 0, b""
+        self.transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        transport.write(self.request)
+
+    def data_received(self, data: bytes) -> None:
+        self.received += len(data)
+        self.tail = (self.tail + data[-7:])[-7:]  # the last chunk may be split across reads
+        if self.tail == b"\r\n0\r\n\r\n" and self.transport is not None:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_result(self.received)
+
+
+class _Floor:
+    """`bench_scale`'s view of the asyncio floor: `stream()` returns the bytes received."""
+
+    name = "asyncio floor: a task, a connection, the response counted and dropped (no client)"
+
+    def __init__(self, port: int, n: int, tb: int) -> None:
+        body = json.dumps({"model": "deepseek-chat", "stream": True, "messages": []}).encode()
+        self.port = port
+        self.request = (
+            f"POST /n={n}/tb={tb}/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode() + body
+
+    async def stream(self) -> int:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[int] = loop.create_future()
+        await loop.create_connection(
+            lambda: _FloorProtocol(self.request, done), "127.0.0.1", self.port
+        )
+        return await done
+
+
+async def run_floor(port: int, streams: int, n: int, tb: int) -> dict[str, Any]:
+    """The asyncio floor's figures, measured as `run_client` measures a client's; a stream
+    counts as lost when its byte count differs from the warm-up streams'."""
+    floor = _Floor(port, n, tb)
+    sizes = set(await asyncio.gather(*(floor.stream() for _ in range(20))))
+    if len(sizes) != 1:
+        raise SystemExit(f"{ASYNCIO_FLOOR}: the warm-up streams differ in size: {sorted(sizes)}")
+    (size,) = sizes
+    gc.collect()
+    idle = rss_kib()
+    tally = _Tally()
+
+    async def one() -> None:
+        tally.started()
+        try:
+            got = await floor.stream()
+        except Exception as exc:
+            tally.errors += 1
+            tally.first = tally.first or f"{type(exc).__name__}: {exc}"
+        else:
+            tally.lost += got != size
+        finally:
+            tally.inflight -= 1
+
+    c0, w0 = time.process_time(), time.perf_counter()
+    async with asyncio.TaskGroup() as group:
+        for _ in range(streams):
+            group.create_task(one())
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    return _figures(ASYNCIO_FLOOR, floor.name, streams, n, tally, idle, peak_kib(), wall, cpu)
+
+
 async def run_client(name: str, port: int, streams: int, n: int, tb: int) -> dict[str, Any]:
     """Warm up, then `streams` concurrent streams of `n` chunks; the figures of one client."""
+    if name == ASYNCIO_FLOOR:
+        return await run_floor(port, streams, n, tb)
     client = load(name)
     exp = fetch_expected(port, n, tb)
     await client.setup(f"http://127.0.0.1:{port}/n={n}/tb={tb}")
@@ -58,36 +161,57 @@ async def run_client(name: str, port: int, streams: int, n: int, tb: int) -> dic
             check(client, r, exp)
         gc.collect()
         idle = rss_kib()
-        peak_before = peak_kib()
-        c0, w0 = time.process_time(), time.perf_counter()
-        results = await asyncio.gather(
-            *(client.stream(tools) for _ in range(streams)), return_exceptions=True
-        )
-        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        peak = peak_kib()
-        errors = [r for r in results if isinstance(r, BaseException)]
-        lost = 0
-        for r in results:
-            if not isinstance(r, BaseException):
+        tally = _Tally()
+
+        async def one() -> None:
+            tally.started()
+            try:
+                r = await client.stream(tools)
+            except Exception as exc:  # counted, and the first one reported
+                tally.errors += 1
+                tally.first = tally.first or f"{type(exc).__name__}: {exc}"
+            else:
                 try:
                     check(client, r, exp)
                 except AssertionError:
-                    lost += 1
-        first = f"{type(errors[0]).__name__}: {errors[0]}" if errors else ""
-        del results
+                    tally.lost += 1
+                del r  # checked: the harness keeps no stream's result
+            finally:
+                tally.inflight -= 1
+
+        c0, w0 = time.process_time(), time.perf_counter()
+        async with asyncio.TaskGroup() as group:  # drops each task when it is done
+            for _ in range(streams):
+                group.create_task(one())
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        peak = peak_kib()
     finally:
         await client.close()
+    return _figures(name, client.name, streams, n, tally, idle, peak, wall, cpu)
+
+
+def _figures(
+    client: str,
+    name: str,
+    streams: int,
+    n: int,
+    tally: _Tally,
+    idle: float,
+    peak: float,
+    wall: float,
+    cpu: float,
+) -> dict[str, Any]:
     return {
-        "client": name,
-        "name": client.name,
+        "client": client,
+        "name": name,
         "streams": streams,
         "n": n,
-        "errors": len(errors),
-        "lost": lost,
-        "first_error": first[:300],
+        "errors": tally.errors,
+        "lost": tally.lost,
+        "max_inflight": tally.most,
+        "first_error": tally.first[:300],
         "idle_rss_kib": idle,
         "peak_rss_kib": peak,
-        "peak_before_kib": peak_before,
         "kib_per_stream": max(0.0, peak - idle) / streams,
         "wall_s": wall,
         "chunks_per_s": streams * n / wall,
@@ -157,11 +281,14 @@ def main() -> int:
         ok = r["errors"] == 0 and r["lost"] == 0
         failed |= not ok
         verdict = "meets" if r["kib_per_stream"] < TARGET_KIB else "MISSES"
+        verdict = f"{verdict} the < {TARGET_KIB:g} KiB target"
+        if r["client"] == ASYNCIO_FLOOR:
+            verdict = "a floor, not a client: no verdict"
         print(
             f"{r['name']}: {r['streams']:,} concurrent streams x {r['n']} chunks: "
-            f"{r['errors']} errors, {r['lost']} lost; idle RSS {r['idle_rss_kib'] / 1024:.1f} MiB, "
+            f"{r['errors']} errors, {r['lost']} lost, {r['max_inflight']:,} in flight at once; idle RSS {r['idle_rss_kib'] / 1024:.1f} MiB, "
             f"peak {r['peak_rss_kib'] / 1024:.1f} MiB: {r['kib_per_stream']:.2f} KiB per stream "
-            f"above idle ({verdict} the < {TARGET_KIB:g} KiB target); "
+            f"above idle ({verdict}); "
             f"{r['chunks_per_s']:,.0f} chunks/s, {r['us_cpu_per_chunk']:.1f} us CPU/chunk"
             + (f"; first error: {r['first_error']}" if r["first_error"] else "")
         )

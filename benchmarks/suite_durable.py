@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 AGENTS = ("mw-agent-memory", "mw-agent-sqlite", "mw-agent-postgres")
 BIG = ("mw-deepseek", *AGENTS, "pydantic-ai-agent")
 CONCURRENT = ("hard-floor-chat", "mw-deepseek", *AGENTS)
-SCALE = ("hard-floor-chat", "floor-chat", "mw-deepseek", "mw-agent-memory")
+SCALE = ("asyncio-floor", "hard-floor-chat", "floor-chat", "mw-deepseek", "mw-agent-memory")
 
 
 def _flags(**kw: object) -> list[str]:
@@ -67,7 +67,9 @@ def run_durable_steps(run: Any, sz: Any, clients: list[str]) -> None:
                 timeout=600,
             )
     say(f"== scale: {sz.scale_streams:,} concurrent streams of 20 chunks, RSS per stream")
-    run.rows.append(scale(run, sz.scale_streams, [c for c in SCALE if c in clients]))
+    run.rows.append(
+        scale(run, sz.scale_streams, [c for c in SCALE if c in clients or c == "asyncio-floor"])
+    )  # the floor: always
 
 
 def scale(run: Any, streams_n: int, names: list[str]) -> dict[str, Any]:

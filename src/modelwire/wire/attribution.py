@@ -6,6 +6,7 @@ be replaced (white-label) but not suppressed: omitting the identity falls back t
 
 from __future__ import annotations
 
+import functools
 from importlib.metadata import PackageNotFoundError, version
 from typing import Final
 
@@ -37,8 +38,9 @@ APP_IDENTITY: Final = AppIdentity(
 """modelwire's own identity; `version` is read from the installed package metadata."""
 
 
+@functools.lru_cache(maxsize=16)
 def user_agent(identity: AppIdentity = APP_IDENTITY) -> str:
-    """The User-Agent value, `<product>/<version> (+<url>)`."""
+    """The User-Agent value, `<product>/<version> (+<url>)` (one string per identity)."""
     return f"{identity.product}/{identity.version} (+{identity.url})"
 
 

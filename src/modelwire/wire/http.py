@@ -177,12 +177,12 @@ def _pool() -> Pool:
     return pool
 
 
-async def _exchange(pool: Pool, key: Key, request: bytes) -> tuple[Connection, Head]:
-    """Send `request` on a pooled connection and read the response head."""
+async def _exchange(pool: Pool, key: Key, request: list[bytes]) -> tuple[Connection, Head]:
+    """Send the request (handed over as `[bytes]`, emptied once sent, so that no frame holds the
+    request while the head is awaited) on a pooled connection and read the response head."""
     conn = await pool.acquire(key)
     try:
-        conn.write(request)
-        del request  # sent (or in the transport's buffer): not held while the head is awaited
+        conn.write(request.pop())
         data = b""
         while True:
             more = conn.take()
@@ -250,10 +250,11 @@ async def stream_post_pieces(
     pool = _pool()
     try:
         key, target, host = _route(url, encoded_url)
-        request = request_bytes("POST", target, host, dict(headers), body)
+        request = [request_bytes("POST", target, host, dict(headers), body)]
         del body  # a long prompt is not held for the whole stream (nor its request bytes)
+        kept = (*secrets, *credential_values(headers))  # what an error text must not show
+        del headers, secrets  # only `kept` is needed from here on
         conn, head = await watchdog.guard(_exchange(pool, key, request))
-        del request
     except LlmError:
         raise
     except _TRANSPORT_ERRORS as exc:
@@ -263,14 +264,13 @@ async def stream_post_pieces(
             cause=exc,
         ) from exc
     reader: Body | None = None
-    clean = False
+    clean = keep_alive = False
     try:
         if on_headers is not None:
             on_headers(head.headers)
         status = head.status
         if status < 200 or status >= 300:
             text = await _read_error_body(conn, head, watchdog)
-            kept = (*secrets, *credential_values(headers))
             error = failure_for_status(
                 status,
                 text,
@@ -288,7 +288,8 @@ async def stream_post_pieces(
             clean = reader.done
             raise LlmError(f"{provider} API returned no response body", ErrorCode.EMPTY_RESPONSE)
         feed, take, wait, guard = reader.pieces, conn.take, conn.wait, watchdog.guard
-        data = head.rest
+        data, keep_alive = head.rest, head.keep_alive
+        del head  # its headers are not held for the rest of the stream
         while not reader.done:
             if not data:
                 if conn.closed:
@@ -309,8 +310,10 @@ async def stream_post_pieces(
                 out = feed(data)
             except WireError as exc:
                 raise _stream_failure(provider, endpoint, exc) from exc
+            data = b""  # this read is not held while the consumer works, nor during the next wait
             if out:
                 yield out
+                del out
             if reader.error is not None:
                 raise _stream_failure(provider, endpoint, reader.error)
             data = b"" if reader.done else take()
@@ -318,7 +321,7 @@ async def stream_post_pieces(
     finally:
         if not clean and reader is not None and reader.error is None and not conn.closed:
             clean = _drained(reader, conn)  # closed early: the rest may already be here whole
-        if clean and head.keep_alive and not conn.closed and not _leftover(reader):
+        if clean and keep_alive and not conn.closed and not _leftover(reader):
             pool.release(key, conn)
         else:
             pool.drop(conn)

@@ -150,24 +150,15 @@ async def _batches(
     reads, translator, watchdog, framer = await open_stream()
     decoder: Framer = SseDecoder() if framer is None else framer
     feed_pieces = decoder.feed_pieces if isinstance(decoder, SseDecoder) else None
-    feed = translator.feed
     out: list[StreamChunk] = []
     failure: Exception | None = None
     try:
         async for data in reads:
             try:
-                if not isinstance(data, list):
-                    events = decoder.feed(data)
-                elif feed_pieces is not None:
-                    events = feed_pieces(data)
-                else:
-                    events = decoder.feed(b"".join(data))
-                for event in events:
-                    feed(event, out)
-                    if translator.done:
-                        break
+                _translate(data, decoder, feed_pieces, translator, out)
             except Exception as exc:  # deliver this read's chunks first, then fail
                 failure = exc
+            del data  # this read is not held while the consumer works, nor during the next
             if out:
                 if watchdog is not None:
                     watchdog.first_output()
@@ -196,6 +187,27 @@ async def _batches(
         if watchdog is not None:
             watchdog.close()
         await reads.aclose()
+
+
+def _translate(
+    data: Read,
+    decoder: Framer,
+    feed_pieces: Callable[[list[bytes]], list[SseEvent]] | None,
+    translator: Translator,
+    out: list[StreamChunk],
+) -> None:
+    """Frame one read and feed its events to `translator` (until it is done), chunks to `out`."""
+    if not isinstance(data, list):
+        events: Iterable[SseEvent] = decoder.feed(data)
+    elif feed_pieces is not None:
+        events = feed_pieces(data)
+    else:
+        events = decoder.feed(b"".join(data))
+    feed = translator.feed
+    for event in events:
+        feed(event, out)
+        if translator.done:
+            break
 
 
 def translate_reads(

@@ -50,6 +50,11 @@ def validate_idle_timeout_ms(value: object, *, field: str = "stream_idle_timeout
     return float(value)
 
 
+_IDLE: Final = 0  # the budget that fired: the idle one, ...
+_FIRST: Final = 1  # ... the first-token deadline, or ...
+_TOTAL: Final = 2  # ... the whole call's
+
+
 def _ms_text(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else repr(ms)
 
@@ -68,6 +73,7 @@ class IdleWatchdog:
         "_fired",
         "_first_at",
         "_first_message",
+        "_first_ms",
         "_first_s",
         "_handle",
         "_loop",
@@ -78,6 +84,7 @@ class IdleWatchdog:
         "_timeout_s",
         "_total_at",
         "_total_message",
+        "_total_ms",
         "_total_s",
         "timeout_ms",
     )
@@ -94,18 +101,17 @@ class IdleWatchdog:
     ) -> None:
         self.timeout_ms = validate_idle_timeout_ms(timeout_ms)
         self._timeout_s = self.timeout_ms / 1000.0
-        self._message = message or f"stream idle timeout after {_ms_text(self.timeout_ms)}ms"
+        # The texts are built when an error needs them (a stream mostly never does).
+        self._message = message
         self._total_s = math.inf if total_ms is None else total_ms / 1000.0
-        self._total_message = total_message or (
-            f"call exceeded its total deadline of {_ms_text(total_ms or 0)}ms"
-        )
+        self._total_message = total_message
+        self._total_ms = total_ms or 0
         self._first_s = math.inf if first_token_ms is None else first_token_ms / 1000.0
-        self._first_message = first_token_message or (
-            f"no first token within {_ms_text(first_token_ms or 0)}ms"
-        )
+        self._first_message = first_token_message
+        self._first_ms = first_token_ms or 0
         self._total_at = math.inf  # absolute loop times, set on the first guarded await
         self._first_at = math.inf
-        self._reason = self._message
+        self._reason = _IDLE  # which budget the pending read is under
         self._started = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[object] | None = None
@@ -118,7 +124,7 @@ class IdleWatchdog:
     @property
     def message(self) -> str:
         """The text of the idle `TIMEOUT` error this watchdog raises."""
-        return self._message
+        return self._message or f"stream idle timeout after {_ms_text(self.timeout_ms)}ms"
 
     def first_output(self) -> None:
         """The stream produced its first chunk: the first-token deadline no longer applies."""
@@ -138,11 +144,11 @@ class IdleWatchdog:
             self._total_at = now + self._total_s
             self._first_at = now + self._first_s
         deadline = now + self._timeout_s
-        reason = self._message
+        reason = _IDLE
         if self._first_at < deadline:
-            deadline, reason = self._first_at, self._first_message
+            deadline, reason = self._first_at, _FIRST
         if self._total_at <= deadline:
-            deadline, reason = self._total_at, self._total_message
+            deadline, reason = self._total_at, _TOTAL
         if deadline <= now:
             self._reason = reason
             self._fired = True
@@ -169,7 +175,16 @@ class IdleWatchdog:
             self._handle = None
 
     def _error(self, cause: BaseException | None) -> LlmError:
-        return LlmError(self._reason, ErrorCode.TIMEOUT, cause=cause)
+        return LlmError(self._text(), ErrorCode.TIMEOUT, cause=cause)
+
+    def _text(self) -> str:
+        if self._reason == _FIRST:
+            return self._first_message or f"no first token within {_ms_text(self._first_ms)}ms"
+        if self._reason == _TOTAL:
+            return self._total_message or (
+                f"call exceeded its total deadline of {_ms_text(self._total_ms)}ms"
+            )
+        return self.message
 
     def _on_timer(self) -> None:
         self._handle = None

@@ -77,6 +77,12 @@ _CONFIG_KEYS: Final = frozenset(
 )
 
 
+@functools.lru_cache(maxsize=64)
+def _idle_message(ms: float) -> str:
+    """One text per idle budget, shared by every call that has it."""
+    return f"DeepSeek stream idle timeout after {_ms(ms)}ms"
+
+
 def _ms(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
@@ -222,7 +228,7 @@ class DeepSeekAdapter(LlmAdapter):
         base_url = config.base_url
         watchdog = IdleWatchdog(
             config.stream_idle_timeout_ms,
-            message=f"DeepSeek stream idle timeout after {_ms(config.stream_idle_timeout_ms)}ms",
+            message=_idle_message(config.stream_idle_timeout_ms),
         )
         route, limiter = options.provider, self.rate_limiter
         reads = stream_post_pieces(

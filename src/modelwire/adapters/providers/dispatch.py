@@ -181,16 +181,27 @@ def _headers(
 def _watchdog(profile: ResolvedProfile, options: GenerateOptions) -> IdleWatchdog:
     total = options.timeout_ms if options.timeout_ms is not None else profile.timeout_ms
     first = profile.first_token_timeout_ms
-    return IdleWatchdog(
+    where = f'provider "{profile.route}" model "{options.model}"' if total or first else ""
+    return IdleWatchdog(  # the deadline texts only when the deadline is set
         profile.stream_idle_timeout_ms,
-        message=f"idle timeout after {_ms_text(profile.stream_idle_timeout_ms)}ms",
+        message=_idle_message(profile.stream_idle_timeout_ms),
         total_ms=total or None,
-        total_message=f'provider "{profile.route}" model "{options.model}": the call exceeded '
-        f"its total deadline of {_ms_text(total or 0)}ms (timeout_ms)",
+        total_message=f"{where}: the call exceeded its total deadline of {_ms_text(total)}ms "
+        "(timeout_ms)"
+        if total
+        else None,
         first_token_ms=first,
-        first_token_message=f'provider "{profile.route}" model "{options.model}": no first '
-        f"token within {_ms_text(first or 0)}ms (first_token_timeout_ms)",
+        first_token_message=f"{where}: no first token within {_ms_text(first)}ms "
+        "(first_token_timeout_ms)"
+        if first
+        else None,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _idle_message(ms: float) -> str:
+    """One text per idle budget, shared by every call that has it."""
+    return f"idle timeout after {_ms_text(ms)}ms"
 
 
 async def open_call(
