@@ -100,7 +100,7 @@ def _concurrent_rows(rows: list[dict[str, Any]], tag: str) -> dict[str, dict[str
 
 def _concurrent(w: Any, rows: list[dict[str, Any]]) -> None:
     w(
-        "| concurrent turns (one process, one log) | turns × chunks | chunk events/s | µs CPU/chunk | x hard floor |"
+        "| concurrent turns (one process, one log; 16 turns: median of 5 runs) | turns × chunks | chunk events/s | µs CPU/chunk | x hard floor |"
     )
     w("|---|---|---|---|---|")
     for tag in ("agent-c100", "agent-c16"):

@@ -5,7 +5,7 @@ failure rules, one pull per read."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
 import pytest
 from runtime_helpers import ScriptedAdapter, collect, opts
@@ -108,3 +108,69 @@ async def test_consumer_cancelled_while_a_batch_is_pulled_stays_cancelled(rt: Ll
     with pytest.raises(asyncio.CancelledError):
         await task
     assert iterator.closed
+
+
+async def test_chunk_batches_hand_the_consumer_one_list_per_read(rt: LlmRuntime) -> None:
+    """`ChunkStream.chunk_batches()` with no middleware: the same chunks as iterating the stream,
+    one list per read of a batched adapter; closing the stream closes the adapter's reads."""
+    iterator = Batched()
+    rt.register_adapter(["p"], BatchedAdapter(iterator))
+    async with rt.stream(opts()) as stream:
+        batches = stream.chunk_batches()
+        assert batches is not None
+        got = [batch async for batch in batches]
+    assert got == [list(read) for read in READS]
+    assert iterator.closed
+
+
+async def test_chunk_batches_of_a_plain_adapter_are_lists_of_one(rt: LlmRuntime) -> None:
+    adapter = ScriptedAdapter()
+    rt.register_adapter(["p"], adapter)
+    plain = await collect(rt.stream(opts()))
+    async with rt.stream(opts()) as stream:
+        batches = stream.chunk_batches()
+        assert batches is not None
+        got = [batch async for batch in batches]
+    assert all(len(batch) == 1 for batch in got)
+    assert [batch[0] for batch in got] == plain
+
+
+async def test_chunk_batches_end_with_the_failure_finish_as_a_list_of_one(rt: LlmRuntime) -> None:
+    iterator = Batched(LlmError("cut off", ErrorCode.TRANSPORT))
+    rt.register_adapter(["p"], BatchedAdapter(iterator))
+    async with rt.stream(opts()) as stream:
+        batches = stream.chunk_batches()
+        assert batches is not None
+        got = [batch async for batch in batches]
+    assert got[:-1] == [list(read) for read in READS]
+    (finish,) = got[-1]
+    assert isinstance(finish, Finish) and isinstance(finish.reason, Error)
+    assert finish.reason.failure.code == "TRANSPORT"
+
+
+async def test_chunk_batches_abandoned_mid_stream_close_the_adapter(rt: LlmRuntime) -> None:
+    iterator = Batched()
+    rt.register_adapter(["p"], BatchedAdapter(iterator))
+    async with rt.stream(opts()) as stream:
+        batches = stream.chunk_batches()
+        assert batches is not None
+        async for _ in batches:
+            break  # after the first read
+    assert iterator.closed and iterator.pulls == 1
+
+
+async def test_a_middleware_stream_offers_no_batches(rt: LlmRuntime) -> None:
+    """A middleware sees (and may change) every chunk: its stream is iterated chunk by chunk."""
+    rt.register_adapter(["p"], BatchedAdapter(Batched()))
+
+    async def passthrough(
+        options: GenerateOptions, call_next: Callable[..., AsyncIterator[StreamChunk]]
+    ) -> AsyncGenerator[StreamChunk, None]:
+        async for chunk in call_next():
+            yield chunk
+
+    rt.use(passthrough)
+    async with rt.stream(opts()) as stream:
+        assert stream.chunk_batches() is None
+        got = [chunk async for chunk in stream]
+    assert got == [c for read in READS for c in read]

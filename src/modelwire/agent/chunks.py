@@ -8,7 +8,7 @@ of the attempt's call (`runtime.ratewait`) is logged as `llm/rate-limit-wait` wh
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 
 from ..assembler import BlockAssembler
 from ..events_ratelimit import LlmRateLimitWait, RateLimitNotice
@@ -65,28 +65,35 @@ async def _consume(
 ) -> tuple[BlockAssembler, tuple[int, ...]]:
     assembler = BlockAssembler()
     seqs: list[int] = []
-    iterator = aiter(stream)
     # One writer per attempt: a chunk is validated, given its seq and buffered without a wait
     # whenever the log can take it so (`push`); otherwise it is appended the ordinary way.
     writer = log.chunk_writer(sid, turn, step, attempt)
     push, fold, logged = writer.push, assembler.push, seqs.append
+    # The runtime's chunks one read at a time when it offers them so (no middleware): a chunk
+    # then costs no generator step; each is still checked, logged and folded alone.
+    offered = getattr(stream, "chunk_batches", None)
+    batches: AsyncIterator[Sequence[StreamChunk]] | None = offered() if offered else None
+    single = None
+    if batches is None:
+        batches = single = _one_by_one(stream)
     try:
-        async for chunk in iterator:
-            if signal.cancelled:  # the signal check precedes the append (spec F6)
-                raise cancellation()
-            seq = push(chunk)
-            if seq < 0:
-                data = writer.data(chunk)
-                try:
-                    seq = (await log.append(sid, data)).seq
-                except asyncio.CancelledError:
-                    # The append may still land (backends finish a started write): adopt it so
-                    # the interrupted message cites exactly the logged chunks.
-                    if await _landed(log, sid, data, seqs):
-                        fold(chunk)
-                    raise
-            logged(seq)
-            fold(chunk)
+        async for batch in batches:
+            for chunk in batch:
+                if signal.cancelled:  # the signal check precedes the append (spec F6)
+                    raise cancellation()
+                seq = push(chunk)
+                if seq < 0:
+                    data = writer.data(chunk)
+                    try:
+                        seq = (await log.append(sid, data)).seq
+                    except asyncio.CancelledError:
+                        # The append may still land (backends finish a started write): adopt
+                        # it so the interrupted message cites exactly the logged chunks.
+                        if await _landed(log, sid, data, seqs):
+                            fold(chunk)
+                        raise
+                logged(seq)
+                fold(chunk)
         if signal.cancelled:
             raise cancellation()
     except (asyncio.CancelledError, TurnCancelled):
@@ -106,10 +113,20 @@ async def _consume(
             )
         raise
     finally:
-        closer = getattr(iterator, "aclose", None)
+        if single is not None:
+            await single.aclose()
+        closer = getattr(stream, "aclose", None)  # the whole stream, whichever view was taken
         if closer is not None:
             await closer()
     return assembler, tuple(seqs)
+
+
+async def _one_by_one(
+    iterator: AsyncIterator[StreamChunk],
+) -> AsyncGenerator[tuple[StreamChunk], None]:
+    """A stream that offers no batches (a middleware wraps it), as batches of one."""
+    async for chunk in iterator:
+        yield (chunk,)
 
 
 async def _landed(log: SessionLog, sid: str, data: AssistantChunk, seqs: list[int]) -> bool:

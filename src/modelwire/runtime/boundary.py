@@ -29,7 +29,9 @@ adapter's `aclose` is never looked up.
 Hot path: with no middleware, `rt.stream()` iterates one boundary generator over the adapter
 iterator — one extra generator frame per chunk and no per-chunk allocation or type check; over
 an HTTP adapter's pump (`BatchedChunks`) the boundary pulls once per read, so the pump's own
-per-chunk generator step is saved.
+per-chunk generator step is saved. A consumer that folds chunks without awaiting between them
+(the agent, `generate`) takes `ChunkStream.chunk_batches()` instead and pays no generator step
+per chunk at all.
 """
 
 from __future__ import annotations
@@ -37,13 +39,20 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Final, Protocol
+from typing import Final, Protocol, cast
 
 from ..errors import ErrorCode, normalize_llm_failure
 from ..vocab import Aborted, Error, Finish, LlmFailure, StreamChunk
 from .events import logger
 
-__all__ = ["BatchedChunks", "ChunkStream", "failure_finish", "guard_adapter"]
+__all__ = [
+    "BatchedChunks",
+    "ChunkStream",
+    "GuardedStream",
+    "failure_finish",
+    "guard_adapter",
+    "guard_batches",
+]
 
 _CANCELLED_MESSAGE: Final = "the adapter call was cancelled"
 
@@ -83,15 +92,31 @@ class BatchedChunks(Protocol):
         """The chunks as one list per read (use this or the iterator itself, once)."""
 
 
-async def guard_adapter(
+def guard_adapter(
     open_iterator: Callable[[], Awaitable[AsyncIterator[StreamChunk]]],
 ) -> AsyncGenerator[StreamChunk, None]:
-    """Run selection, dispatch and iteration of one adapter call behind the failure boundary.
+    """Run selection, dispatch and iteration of one adapter call behind the failure boundary,
+    chunk by chunk.
 
     `open_iterator` performs sites (a)-(c) and returns the adapter's iterator; it runs only when
     this generator is first iterated (after every middleware had its say). An iterator that
     offers `chunk_batches()` (`BatchedChunks`) is pulled read by read.
     """
+    return cast(AsyncGenerator[StreamChunk, None], _guarded(open_iterator, False))
+
+
+def guard_batches(
+    open_iterator: Callable[[], Awaitable[AsyncIterator[StreamChunk]]],
+) -> AsyncGenerator[list[StreamChunk], None]:
+    """`guard_adapter` yielding lists: one per read of an adapter that offers
+    `chunk_batches()`, one per chunk of any other; the failure finish comes as a list of one."""
+    return cast(AsyncGenerator[list[StreamChunk], None], _guarded(open_iterator, True))
+
+
+async def _guarded(
+    open_iterator: Callable[[], Awaitable[AsyncIterator[StreamChunk]]], lists: bool
+) -> AsyncGenerator[StreamChunk | list[StreamChunk], None]:
+    """The boundary itself: chunks (`lists` False) or lists of chunks (`lists` True)."""
     try:
         iterator = await open_iterator()
         batched = getattr(iterator, "chunk_batches", None)
@@ -115,8 +140,10 @@ async def guard_adapter(
                     settled = True
                     failed = _failed(exc)
                     break
-                if batched is None:
-                    yield got  # a chunk (the iterator's own `__anext__`)
+                if batched is None:  # a chunk (the iterator's own `__anext__`)
+                    yield [got] if lists else got
+                elif lists:
+                    yield got
                 else:
                     for chunk in got:  # type: ignore[union-attr]  # one read's chunks
                         yield chunk
@@ -125,7 +152,42 @@ async def guard_adapter(
                 close = getattr(iterator, "aclose", None)
                 if close is not None:
                     await close()
-    yield failed
+    yield [failed] if lists else failed
+
+
+class GuardedStream:
+    """The runtime's terminal stream: iterated, it yields the chunks one by one
+    (`guard_adapter`); a consumer that folds chunks without awaiting between them may instead
+    take `chunk_batches()` (`guard_batches`) and save a generator step per chunk. Use one of
+    the two, once."""
+
+    __slots__ = ("_chunks", "_open", "_pulled")
+
+    def __init__(self, open_iterator: Callable[[], Awaitable[AsyncIterator[StreamChunk]]]) -> None:
+        self._open = open_iterator
+        self._chunks: AsyncGenerator[StreamChunk, None] | None = None
+        self._pulled: AsyncGenerator[list[StreamChunk], None] | None = None
+
+    def __aiter__(self) -> AsyncGenerator[StreamChunk, None]:
+        if self._chunks is None:
+            self._chunks = guard_adapter(self._open)
+        return self._chunks
+
+    def __anext__(self) -> Awaitable[StreamChunk]:
+        return self.__aiter__().__anext__()
+
+    def chunk_batches(self) -> AsyncGenerator[list[StreamChunk], None]:
+        """The chunks as lists (each the consumer's to keep), in order."""
+        if self._pulled is None:
+            self._pulled = guard_batches(self._open)
+        return self._pulled
+
+    async def aclose(self) -> None:
+        """Close whichever view was taken (and the adapter iterator under it)."""
+        if self._chunks is not None:
+            await self._chunks.aclose()
+        if self._pulled is not None:
+            await self._pulled.aclose()
 
 
 class ChunkStream:
@@ -147,10 +209,17 @@ class ChunkStream:
         self._downstream = downstream
 
     def __aiter__(self) -> AsyncIterator[StreamChunk]:
-        return self._iterator
+        return self._iterator.__aiter__()
 
     def __anext__(self) -> Awaitable[StreamChunk]:
         return self._iterator.__anext__()
+
+    def chunk_batches(self) -> AsyncIterator[list[StreamChunk]] | None:
+        """The chunks as lists (one per read of an HTTP adapter), when no middleware wraps the
+        runtime's boundary; None otherwise (iterate the stream itself). Use one or the other."""
+        if self._downstream is None and isinstance(self._iterator, GuardedStream):
+            return self._iterator.chunk_batches()
+        return None
 
     async def aclose(self) -> None:
         """Close the chain outermost first; the first cleanup failure is raised after all ran."""

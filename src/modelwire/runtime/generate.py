@@ -47,8 +47,14 @@ async def assemble_call(options: GenerateOptions, stream: ChunkStream) -> Genera
     assembler = BlockAssembler()
     push = assembler.push
     async with stream:
-        async for chunk in stream:
-            push(chunk)
+        batches = stream.chunk_batches()
+        if batches is None:  # a middleware wraps the boundary: chunk by chunk
+            async for chunk in stream:
+                push(chunk)
+        else:
+            async for batch in batches:
+                for chunk in batch:
+                    push(chunk)
     finish = assembler.finish
     if isinstance(finish, (Error, Aborted)):
         source = ModelSource(options.provider, options.model)

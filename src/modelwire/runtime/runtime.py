@@ -29,7 +29,7 @@ from ..vocab import (
 )
 from ..vocab.typing import Coro
 from .adapter import LlmAdapter
-from .boundary import ChunkStream, guard_adapter
+from .boundary import ChunkStream, GuardedStream
 from .directory import DirectoryRegistration, Discover, DiscoveryRegistry, ProviderDirectory
 from .events import AdapterChangeListener, AdapterChangeNotifier
 from .generate import GenerateResult, assemble_call, stream_blocks
@@ -267,7 +267,7 @@ class LlmRuntime:
         chain = cast(tuple[StreamMiddleware, ...], self._stream_chain.items)
 
         def terminal(opts: GenerateOptions) -> AsyncIterator[StreamChunk]:
-            return guard_adapter(lambda: self._open_adapter(opts, prepared))
+            return GuardedStream(lambda: self._open_adapter(opts, prepared))
 
         return dispatch_stream(chain, options, terminal)
 
