@@ -59,6 +59,10 @@ def freeze_json(value: object) -> JsonValue:
     """
     if isinstance(value, _SCALARS) or (isinstance(value, FrozenDict) and _is_frozen(value)):
         return value
+    if isinstance(value, Mapping):  # the common flat object: no walk needed
+        values = list(value.values())
+        if all(isinstance(v, _SCALARS) for v in values):
+            return FrozenDict(zip((str(k) for k in value), values, strict=True))
     # Iterative post-order walk: a container is built once all its children are, so shared
     # (diamond) sub-values are built once and reused; a container met again while it is still on
     # the current path is a cycle, which JSON cannot express.

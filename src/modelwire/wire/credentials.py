@@ -82,7 +82,8 @@ def normalize_api_key(raw: str) -> ApiKeyCheck:
     value = raw.strip(_JS_WHITESPACE)
     if not value:
         return _EMPTY
-    if not (value.isascii() and all("!" <= ch <= "~" for ch in value)):
+    # "!".."~": printable ASCII without the space (one pass each, no per-character loop)
+    if not (value.isascii() and value.isprintable() and " " not in value):
         return _ILLEGAL
     return ApiKeyAccepted(value)
 
