@@ -14,6 +14,9 @@ append, at `flush()` and at `close()`. Batch commits may be "relaxed" (not yet o
 `flush()` and barrier appends make everything durable. What this instance appended last is kept
 for its own reads (`tailcache.py`).
 
+Appends join the open transaction while it writes or reads; only its end refuses them (`_sealing`):
+a commit first writes a large pending batch while appends go on, then seals and commits the rest.
+
 Failure rule: rows whose seqs were already handed out are never silently dropped. If a commit or
 a write fails while such rows exist, the instance becomes broken and every later call raises
 `LOG_UNAVAILABLE` (reopen the log; the durable prefix is intact).
@@ -45,6 +48,7 @@ from .tailcache import TailCache
 __all__ = ["MAX_PENDING_EVENTS", "GroupCommitLog", "PendingRow", "session_updates"]
 
 _RELOCK: Final = 256  # sessions of the last transaction re-locked by the next one, at most
+_EARLY_WRITE: Final = 256  # a commit with this many events pending writes them before sealing
 
 _T = TypeVar("_T")
 
@@ -77,6 +81,7 @@ class GroupCommitLog(GroupLeases):
         self._commit_interval = commit_interval_ms / 1000.0
         self._gate = asyncio.Lock()
         self._txn_open = False
+        self._sealing = False  # the open transaction is ending: nothing more may join it
         self._txn_rows = 0  # acknowledged rows (seqs returned to callers) in the open transaction
         self._pending: list[PendingRow | PendingRun] = []  # of those, not yet written
         self._pending_events = 0  # events in `_pending`
@@ -108,7 +113,7 @@ class GroupCommitLog(GroupLeases):
         return (
             self._broken is None
             and self._txn_open
-            and not self._gate.locked()
+            and not self._sealing
             and len(self._pending) + count < self._commit_rows
             and self._pending_events + count < MAX_PENDING_EVENTS
         )
@@ -286,6 +291,7 @@ class GroupCommitLog(GroupLeases):
 
     def _end_txn(self) -> None:
         self._txn_open = False
+        self._sealing = False
         self._txn_rows = 0
         close_runs(self._pending)
         self._pending = []
@@ -308,6 +314,9 @@ class GroupCommitLog(GroupLeases):
                     raise self._storage_error(exc, "sync") from exc
                 self._unsynced = False
             return
+        if self._pending_events >= _EARLY_WRITE:
+            await self._write_pending()  # appends go on meanwhile, into the same transaction
+        self._sealing = True  # cleared by `_end_txn` (here, or `_guard`'s rollback)
         pending, self._pending, self._pending_events = self._pending, [], 0
         await self._guard(self._finish(pending, durable), "commit")
         self._recent = [s for s, n in self._next.items() if n != self._locked_at.get(s)]

@@ -121,7 +121,7 @@ class GroupChunkWriter(ChunkWriter):
         if (
             seq is None
             or log._broken is not None
-            or log._gate.locked()  # a commit or a read owns the transaction right now
+            or log._sealing  # the open transaction is ending (a write or read may be running)
             or len(log._pending) + 1 >= log._commit_rows
             or log._pending_events + 1 >= MAX_PENDING_EVENTS
         ):
