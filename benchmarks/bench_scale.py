@@ -27,13 +27,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from clients import load  # noqa: E402
 from harness import check, fetch_expected  # noqa: E402
+
+R = TypeVar("R")
 
 TARGET_KIB = 8.0
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -116,6 +119,42 @@ class _Floor:
         return await done
 
 
+async def _run_all(
+    streams: int, start: Callable[[], Awaitable[R]], lost: Callable[[R], bool]
+) -> tuple[_Tally, float, float]:
+    """`streams` streams at once (one task each, in a `TaskGroup`, which forgets a task once it
+    is done); each result is judged by `lost` as its stream ends, then dropped: the harness keeps
+    no stream's result. The tally, wall and CPU seconds."""
+    tally = _Tally()
+
+    async def one() -> None:
+        tally.started()
+        try:
+            result = await start()
+        except Exception as exc:  # counted, and the first one reported
+            tally.errors += 1
+            tally.first = tally.first or f"{type(exc).__name__}: {exc}"
+        else:
+            tally.lost += lost(result)
+            del result
+        finally:
+            tally.inflight -= 1
+
+    c0, w0 = time.process_time(), time.perf_counter()
+    async with asyncio.TaskGroup() as group:
+        for _ in range(streams):
+            group.create_task(one())
+    return tally, time.perf_counter() - w0, time.process_time() - c0
+
+
+def _matches(client: Any, result: Any, expected: Any) -> bool:
+    try:
+        check(client, result, expected)
+    except AssertionError:
+        return False
+    return True
+
+
 async def run_floor(port: int, streams: int, n: int, tb: int) -> dict[str, Any]:
     """The asyncio floor's figures, measured as `run_client` measures a client's; a stream
     counts as lost when its byte count differs from the warm-up streams'."""
@@ -126,25 +165,7 @@ async def run_floor(port: int, streams: int, n: int, tb: int) -> dict[str, Any]:
     (size,) = sizes
     gc.collect()
     idle = rss_kib()
-    tally = _Tally()
-
-    async def one() -> None:
-        tally.started()
-        try:
-            got = await floor.stream()
-        except Exception as exc:
-            tally.errors += 1
-            tally.first = tally.first or f"{type(exc).__name__}: {exc}"
-        else:
-            tally.lost += got != size
-        finally:
-            tally.inflight -= 1
-
-    c0, w0 = time.process_time(), time.perf_counter()
-    async with asyncio.TaskGroup() as group:
-        for _ in range(streams):
-            group.create_task(one())
-    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    tally, wall, cpu = await _run_all(streams, floor.stream, lambda got: got != size)
     return _figures(ASYNCIO_FLOOR, floor.name, streams, n, tally, idle, peak_kib(), wall, cpu)
 
 
@@ -161,29 +182,9 @@ async def run_client(name: str, port: int, streams: int, n: int, tb: int) -> dic
             check(client, r, exp)
         gc.collect()
         idle = rss_kib()
-        tally = _Tally()
-
-        async def one() -> None:
-            tally.started()
-            try:
-                r = await client.stream(tools)
-            except Exception as exc:  # counted, and the first one reported
-                tally.errors += 1
-                tally.first = tally.first or f"{type(exc).__name__}: {exc}"
-            else:
-                try:
-                    check(client, r, exp)
-                except AssertionError:
-                    tally.lost += 1
-                del r  # checked: the harness keeps no stream's result
-            finally:
-                tally.inflight -= 1
-
-        c0, w0 = time.process_time(), time.perf_counter()
-        async with asyncio.TaskGroup() as group:  # drops each task when it is done
-            for _ in range(streams):
-                group.create_task(one())
-        wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+        tally, wall, cpu = await _run_all(
+            streams, lambda: client.stream(tools), lambda r: not _matches(client, r, exp)
+        )
         peak = peak_kib()
     finally:
         await client.close()
