@@ -20,13 +20,20 @@ expiry says which budget fired.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Awaitable
 from typing import Final, TypeVar
 
 from ..errors import ErrorCode, LlmError
 
-__all__ = ["MAX_IDLE_TIMEOUT_MS", "IdleWatchdog", "validate_idle_timeout_ms"]
+__all__ = [
+    "MAX_IDLE_TIMEOUT_MS",
+    "IdleWatchdog",
+    "idle_text",
+    "ms_text",
+    "validate_idle_timeout_ms",
+]
 
 MAX_IDLE_TIMEOUT_MS: Final = 2_147_483_647
 """The largest accepted idle budget (2^31 - 1 ms)."""
@@ -55,8 +62,16 @@ _FIRST: Final = 1  # ... the first-token deadline, or ...
 _TOTAL: Final = 2  # ... the whole call's
 
 
-def _ms_text(ms: float) -> str:
+def ms_text(ms: float) -> str:
+    """A budget in ms as a failure message writes it (`1500`, `0.5`)."""
     return str(int(ms)) if float(ms).is_integer() else repr(ms)
+
+
+@functools.lru_cache(maxsize=64)
+def idle_text(ms: float, prefix: str = "stream ") -> str:
+    """The idle `TIMEOUT` text of a budget, `<prefix>idle timeout after <ms>ms` (one string per
+    budget and prefix, shared by every stream that has it)."""
+    return f"{prefix}idle timeout after {ms_text(ms)}ms"
 
 
 class IdleWatchdog:
@@ -124,7 +139,7 @@ class IdleWatchdog:
     @property
     def message(self) -> str:
         """The text of the idle `TIMEOUT` error this watchdog raises."""
-        return self._message or f"stream idle timeout after {_ms_text(self.timeout_ms)}ms"
+        return self._message or idle_text(self.timeout_ms)
 
     def first_output(self) -> None:
         """The stream produced its first chunk: the first-token deadline no longer applies."""
@@ -179,10 +194,10 @@ class IdleWatchdog:
 
     def _text(self) -> str:
         if self._reason == _FIRST:
-            return self._first_message or f"no first token within {_ms_text(self._first_ms)}ms"
+            return self._first_message or f"no first token within {ms_text(self._first_ms)}ms"
         if self._reason == _TOTAL:
             return self._total_message or (
-                f"call exceeded its total deadline of {_ms_text(self._total_ms)}ms"
+                f"call exceeded its total deadline of {ms_text(self._total_ms)}ms"
             )
         return self.message
 

@@ -38,7 +38,7 @@ from ...wire.http import stream_post_pieces
 from ...wire.pump import StreamSource, pump_sse
 from ...wire.ratelimit import RateLimiter
 from ...wire.ratelimit_reads import estimate_tokens, limited_reads
-from ...wire.watchdog import IdleWatchdog
+from ...wire.watchdog import IdleWatchdog, idle_text
 from .models import (
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_IDLE_TIMEOUT_MS,
@@ -75,16 +75,6 @@ _CONFIG_KEYS: Final = frozenset(
         "tokens_per_minute",
     }
 )
-
-
-@functools.lru_cache(maxsize=64)
-def _idle_message(ms: float) -> str:
-    """One text per idle budget, shared by every call that has it."""
-    return f"DeepSeek stream idle timeout after {_ms(ms)}ms"
-
-
-def _ms(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else repr(value)
 
 
 class DeepSeekAdapter(LlmAdapter):
@@ -228,7 +218,7 @@ class DeepSeekAdapter(LlmAdapter):
         base_url = config.base_url
         watchdog = IdleWatchdog(
             config.stream_idle_timeout_ms,
-            message=_idle_message(config.stream_idle_timeout_ms),
+            message=idle_text(config.stream_idle_timeout_ms, "DeepSeek stream "),
         )
         route, limiter = options.provider, self.rate_limiter
         reads = stream_post_pieces(

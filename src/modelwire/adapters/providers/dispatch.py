@@ -21,7 +21,7 @@ from ...wire.credentials import credential_values
 from ...wire.http import stream_post_pieces
 from ...wire.pump import Read, StreamSource
 from ...wire.ratelimit import RateLimiter
-from ...wire.watchdog import IdleWatchdog
+from ...wire.watchdog import IdleWatchdog, idle_text, ms_text
 from .config import ResolvedProfile
 from .context import to_context
 from .credentials import auth_headers, resolve_route_key
@@ -41,10 +41,6 @@ _PLACEHOLDER_FIELDS: Final = {
     "CLOUDFLARE_GATEWAY_ID": "gateway_id",
 }
 _BEDROCK: Final = "bedrock-converse-stream"
-
-
-def _ms_text(ms: float) -> str:
-    return str(int(ms)) if float(ms).is_integer() else repr(ms)
 
 
 def route_region(profile: ResolvedProfile, env: Mapping[str, str]) -> str | None:
@@ -184,24 +180,18 @@ def _watchdog(profile: ResolvedProfile, options: GenerateOptions) -> IdleWatchdo
     where = f'provider "{profile.route}" model "{options.model}"' if total or first else ""
     return IdleWatchdog(  # the deadline texts only when the deadline is set
         profile.stream_idle_timeout_ms,
-        message=_idle_message(profile.stream_idle_timeout_ms),
+        message=idle_text(profile.stream_idle_timeout_ms, ""),
         total_ms=total or None,
-        total_message=f"{where}: the call exceeded its total deadline of {_ms_text(total)}ms "
+        total_message=f"{where}: the call exceeded its total deadline of {ms_text(total)}ms "
         "(timeout_ms)"
         if total
         else None,
         first_token_ms=first,
-        first_token_message=f"{where}: no first token within {_ms_text(first)}ms "
+        first_token_message=f"{where}: no first token within {ms_text(first)}ms "
         "(first_token_timeout_ms)"
         if first
         else None,
     )
-
-
-@functools.lru_cache(maxsize=64)
-def _idle_message(ms: float) -> str:
-    """One text per idle budget, shared by every call that has it."""
-    return f"idle timeout after {_ms_text(ms)}ms"
 
 
 async def open_call(
