@@ -20,6 +20,7 @@ from pathlib import Path
 import msgspec
 import pytest
 from aiohttp import web
+from catchall import serve_all
 
 from modelwire.adapters.deepseek import DeepSeekAdapter
 from modelwire.adapters.providers import ProvidersAdapter
@@ -73,15 +74,9 @@ async def serve(bodies: Sequence[bytes]) -> AsyncIterator[tuple[str, list[bytes]
         await response.write_eof()
         return response
 
-    app = web.Application()
-    app.router.add_route("POST", "/{tail:.*}", handle)
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, base_url = await serve_all(handle)
     try:
-        yield f"http://127.0.0.1:{port}", left
+        yield base_url, left
     finally:
         await close_sessions()
         await runner.cleanup()

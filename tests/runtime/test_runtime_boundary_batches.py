@@ -110,15 +110,20 @@ async def test_consumer_cancelled_while_a_batch_is_pulled_stays_cancelled(rt: Ll
     assert iterator.closed
 
 
+async def collect_batches(rt: LlmRuntime) -> list[list[StreamChunk]]:
+    """Drain one stream's `chunk_batches()` (it must offer them), closing the stream."""
+    async with rt.stream(opts()) as stream:
+        batches = stream.chunk_batches()
+        assert batches is not None
+        return [batch async for batch in batches]
+
+
 async def test_chunk_batches_hand_the_consumer_one_list_per_read(rt: LlmRuntime) -> None:
     """`ChunkStream.chunk_batches()` with no middleware: the same chunks as iterating the stream,
     one list per read of a batched adapter; closing the stream closes the adapter's reads."""
     iterator = Batched()
     rt.register_adapter(["p"], BatchedAdapter(iterator))
-    async with rt.stream(opts()) as stream:
-        batches = stream.chunk_batches()
-        assert batches is not None
-        got = [batch async for batch in batches]
+    got = await collect_batches(rt)
     assert got == [list(read) for read in READS]
     assert iterator.closed
 
@@ -127,10 +132,7 @@ async def test_chunk_batches_of_a_plain_adapter_are_lists_of_one(rt: LlmRuntime)
     adapter = ScriptedAdapter()
     rt.register_adapter(["p"], adapter)
     plain = await collect(rt.stream(opts()))
-    async with rt.stream(opts()) as stream:
-        batches = stream.chunk_batches()
-        assert batches is not None
-        got = [batch async for batch in batches]
+    got = await collect_batches(rt)
     assert all(len(batch) == 1 for batch in got)
     assert [batch[0] for batch in got] == plain
 
@@ -138,10 +140,7 @@ async def test_chunk_batches_of_a_plain_adapter_are_lists_of_one(rt: LlmRuntime)
 async def test_chunk_batches_end_with_the_failure_finish_as_a_list_of_one(rt: LlmRuntime) -> None:
     iterator = Batched(LlmError("cut off", ErrorCode.TRANSPORT))
     rt.register_adapter(["p"], BatchedAdapter(iterator))
-    async with rt.stream(opts()) as stream:
-        batches = stream.chunk_batches()
-        assert batches is not None
-        got = [batch async for batch in batches]
+    got = await collect_batches(rt)
     assert got[:-1] == [list(read) for read in READS]
     (finish,) = got[-1]
     assert isinstance(finish, Finish) and isinstance(finish.reason, Error)
