@@ -316,7 +316,8 @@ async def stream_post_pieces(
                 del out
             if reader.error is not None:
                 raise _stream_failure(provider, endpoint, reader.error)
-            data = b"" if reader.done else take()
+            if not reader.done:
+                data = take()
         clean = True
     finally:
         if not clean and reader is not None and reader.error is None and not conn.closed:
