@@ -56,6 +56,8 @@ class Tool:
     event loop thread). `idempotent` (keyword) declares the tool safe to run twice: a turn resumed
     after its process died runs an unanswered call of this tool again instead of answering it
     `TOOL_INTERRUPTED`. `signature` is set by `from_function` and decides how `fn` is called.
+    `server` (keyword) names the MCP server whose tool this is (None: the agent's own); its
+    `tool/call` and `tool/result` events carry it.
     """
 
     name: str
@@ -65,6 +67,7 @@ class Tool:
     timeout_ms: float | None = None
     signature: Signature | None = field(default=None, compare=False, repr=False)
     idempotent: bool = field(default=False, kw_only=True)
+    server: str | None = field(default=None, kw_only=True)
 
     @property
     def parameters(self) -> Mapping[str, JsonValue]:

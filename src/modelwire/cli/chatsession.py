@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -36,6 +36,7 @@ from .errors import BAD_INPUT_CODES, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUP
 if TYPE_CHECKING:
     from ..agent import Agent, Tool, TurnResult
     from ..events_ratelimit import RateLimitNotice
+    from ..mcp import MCPServer
     from ..meter import TokenMeter
     from ..runtime import LlmRuntime
     from ..session import SessionLog
@@ -89,6 +90,7 @@ class ChatSession:
         options: CallOptions,
         tools: list[Tool],
         view: ChatView,
+        mcp_servers: Sequence[MCPServer] = (),
     ) -> None:
         from ..runtime import LlmRuntime
 
@@ -101,6 +103,8 @@ class ChatSession:
         self.options = options
         self.view = view
         self._tools = [view.show_tool(t) for t in tools]
+        self._mcp = tuple(mcp_servers)
+        self._mcp_open = False
         self.runtime: LlmRuntime = LlmRuntime()
         self.runtime.use(view.middleware)
         self._registered: set[str] = set()
@@ -121,6 +125,12 @@ class ChatSession:
             await agent.close()
 
     async def _current(self) -> Agent:
+        if self._mcp and not self._mcp_open:  # this session's, not an agent's: kept across /model
+            from .mcp import quiet_sdk_logs
+
+            quiet_sdk_logs()
+            self._mcp_open = True
+            await asyncio.gather(*(server.open() for server in self._mcp))
         if self._agent is None:
             from ..agent import Agent
             from ..retry import RetryPlugin
@@ -135,6 +145,7 @@ class ChatSession:
                 model=self.model,
                 system=self.system,
                 tools=self._tools,
+                mcp_servers=self._mcp,
                 plugins=[self.view, RetryPlugin()],
                 max_tokens=self.options.max_tokens,
                 reasoning_effort=self.options.reasoning_effort,
@@ -143,10 +154,13 @@ class ChatSession:
         return self._agent
 
     async def close(self) -> None:
-        """Close the agent."""
+        """Close the agent, then stop the MCP servers."""
         agent, self._agent = self._agent, None
-        if agent is not None:
-            await agent.close()
+        try:
+            if agent is not None:
+                await agent.close()
+        finally:
+            await asyncio.gather(*(server.aclose() for server in self._mcp))
 
     async def send(self, text: str) -> TurnOutcome:
         """Run one turn with `text`; Ctrl-C or a broken stdout cancels it (see the module doc)."""
