@@ -8,9 +8,10 @@ list at that moment, and a call finds the tool its request offered. A name two t
 refused with `INVALID_CONFIG` naming both: at construction for what is known then (a server
 already open), else when the tools become known (the first request, `async with agent`).
 
-`ready()` opens the sources not opened yet, concurrently (the first request of a turn calls it,
-so a source that cannot start ends that turn with its `MCP` failure, the user's message kept in
-the log, and the next turn tries again). `aclose()` closes only the sources a `ready()` of this
+`ready()`, before every request, opens the sources not opened yet, concurrently (so a source
+that cannot start ends that turn with its `MCP` failure, the user's message kept in the log, and
+the next turn tries again), and waits for a listing an open source announced but has not
+finished (`settled`), so a tool a server added during a call is offered by the next request. `aclose()` closes only the sources a `ready()` of this
 box started: a source the caller opened, perhaps for several agents, stays the caller's.
 """
 
@@ -52,6 +53,10 @@ class ToolSource(Protocol):
         it. A source that cannot start raises `HarnessError` (code `MCP`)."""
         ...
 
+    async def settled(self) -> None:
+        """Return once a change of `tools` it announced is in (bounded)."""
+        ...
+
     async def aclose(self) -> None:
         """Stop it (bounded; nothing it started outlives this)."""
         ...
@@ -89,9 +94,13 @@ class ToolBox(Mapping[str, Tool]):
         return len(self._current())
 
     async def ready(self) -> None:
-        """Open the sources this box has not opened yet, concurrently. Failures are raised
-        together, as one `HarnessError` with the first one's code; a failed source is tried again
-        by the next call."""
+        """Open the sources this box has not opened yet, concurrently, and let the others finish
+        a listing they announced (`settled`). Failures are raised together, as one
+        `HarnessError` with the first one's code; a failed source is tried again by the next
+        call."""
+        for index, source in enumerate(self._sources):
+            if index not in self._pending:
+                await source.settled()
         if not self._pending:
             return
         waiting = sorted(self._pending)

@@ -36,7 +36,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ..agent.wait import Sleep
 from ..errors import ErrorCode, HarnessError
 from ..vocab import JsonValue
-from ._problems import call_failure, start_failure
+from ._problems import call_failure, connection_closed, start_failure
 from ._secrets import scrub
 from ._spec import Spec
 from ._transport import client_for
@@ -75,7 +75,9 @@ class Connection:
         self._wake = asyncio.Event()
         self._ended = False  # the transport of the current session ended
         self._stopping = False
-        self._changed = False
+        self._changed = False  # a tools/list_changed came: list again
+        self._relisting = False  # from that notification until the new listing is in
+        self._listed = asyncio.Event()  # set (and replaced) by every listing
         self._timed_out = False
         self._closed = True  # nothing restarts a server that was never opened or was closed
         self._secrets: tuple[str, ...] = ()
@@ -121,6 +123,7 @@ class Connection:
         ready.add_done_callback(_retrieve)
         self._ready, self._wake = ready, asyncio.Event()
         self._ended = self._stopping = self._changed = self._timed_out = False
+        self._relisting = False
         owner = loop.create_task(self._own(ready), name=f"mcp-server-{self._name}")
         self._owner = owner
         deadline = loop.create_task(self._deadline(ready))
@@ -194,7 +197,7 @@ class Connection:
         async with client:
             listed = await self._listing(client)
             self._client = client
-            self._on_listing(listed)
+            self._apply(listed)
             ready.set_result(None)
             async with anyio.create_task_group() as group:
                 if self._modern(client):
@@ -209,13 +212,40 @@ class Connection:
 
     def _end(self) -> None:
         self._ended = True
+        self._relisting = False
         self._wake.set()
+
+    def _list_changed(self) -> None:
+        self._changed = self._relisting = True
+        self._wake.set()
+
+    def _apply(self, listed: Sequence[types.Tool] | None) -> None:
+        """Hand a listing on (None: the listing failed) and wake whoever waits for one."""
+        if listed is not None:
+            self._on_listing(listed)
+        self._relisting = False
+        event, self._listed = self._listed, asyncio.Event()
+        event.set()
 
     async def _message(self, message: IncomingMessage) -> None:
         """The session's notifications: a 2025-era `tools/list_changed` lists the tools again."""
         if isinstance(message, types.ToolListChangedNotification):
-            self._changed = True
-            self._wake.set()
+            self._list_changed()
+
+    async def settled(self) -> None:
+        """Return once the listing a `tools/list_changed` asked for is in (at once when none is
+        pending; at most `timeout_ms`: then the last listing stands)."""
+        if self._relisting:
+            await self.next_listing()
+
+    async def next_listing(self) -> None:
+        """Wait for the next listing (at most `timeout_ms`)."""
+        event = self._listed
+        try:
+            async with asyncio.timeout(self._timeout_ms / 1000.0):
+                await event.wait()
+        except TimeoutError:
+            return
 
     def _modern(self, client: Client) -> bool:
         tools = client.server_capabilities.tools
@@ -232,8 +262,7 @@ class Connection:
                 if not events.honored.tools_list_changed:
                     return
                 async for _ in events:
-                    self._changed = True
-                    self._wake.set()
+                    self._list_changed()
         except Exception as exc:  # the list then changes only on a restart: say so, go on
             _LOG.info("MCP server %r: no tools/list_changed events: %s", self._name, exc)
 
@@ -250,9 +279,11 @@ class Connection:
 
     async def _refresh(self, client: Client) -> None:
         try:
-            self._on_listing(await self._listing(client))
+            listed = await self._listing(client)
         except Exception as exc:  # keep the last listing; a dead server is noticed by its end
             _LOG.warning("MCP server %r: listing its changed tools failed: %s", self._name, exc)
+            listed = None
+        self._apply(listed)
 
     # ---- calls ---------------------------------------------------------------------------------
 
@@ -266,6 +297,8 @@ class Connection:
                 tool, arguments, read_timeout_seconds=timeout_ms / 1000.0 + _CALL_MARGIN_S
             )
         except Exception as exc:
+            if connection_closed(exc):  # the session is over: the next call starts another
+                self._end()
             raise call_failure(self, tool, timeout_ms, exc) from None
 
     async def _live(self) -> Client:

@@ -23,7 +23,7 @@ from ._spec import Stdio
 if TYPE_CHECKING:
     from ._connection import Connection
 
-__all__ = ["call_failure", "start_failure"]
+__all__ = ["call_failure", "connection_closed", "start_failure"]
 
 _MAX_DETAIL = 300
 
@@ -34,6 +34,12 @@ def _leaf(exc: BaseException) -> BaseException:
         inner: list[BaseException] = [e for e in exc.exceptions if isinstance(e, Exception)]
         exc = (inner or [*exc.exceptions])[0]
     return exc
+
+
+def connection_closed(error: BaseException) -> bool:
+    """Whether `error` says the session's connection is closed (the server went away)."""
+    exc = _leaf(error)
+    return isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED
 
 
 def _detail(exc: BaseException) -> str:

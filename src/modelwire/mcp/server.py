@@ -249,6 +249,23 @@ class MCPServer:
             on_bridge_exit(self.aclose)  # a script's `run_sync` agent: stopped at exit
         return started
 
+    async def settled(self) -> None:
+        """Return once a listing asked for by `tools/list_changed` is in (at once when none is
+        pending; at most `timeout_ms`). The agent awaits it before each request, so a request
+        offers the tools a server announced before it."""
+        if self._connection is not None:
+            await self._connection.settled()
+
+    async def next_listing(self, after: int) -> int:
+        """Wait until a listing newer than revision `after` is in (at most `timeout_ms` per
+        listing awaited); the revision then (still `after` when none came)."""
+        while self._revision <= after and self._connection is not None:
+            revision = self._revision
+            await self._connection.next_listing()
+            if self._revision == revision:
+                break
+        return self._revision
+
     async def aclose(self) -> None:
         """Stop the server (bounded); the next `open()` starts it again."""
         if self._connection is not None:

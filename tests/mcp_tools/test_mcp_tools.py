@@ -14,8 +14,15 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from conftest import recorded
-from mcp_helpers import LoopbackServer, agent_for, by_request, of_type, stdio, tool_messages
+from mcp_helpers import (
+    LoopbackServer,
+    agent_for,
+    by_request,
+    of_type,
+    recorded,
+    stdio,
+    tool_messages,
+)
 
 from modelwire.agent import Agent, Tool
 from modelwire.errors import HarnessError
@@ -54,7 +61,7 @@ async def test_tool_listing_reaches_the_model_request(
     result = await agent.run_turn("s", "hello")
     assert result.reason.kind == "completed"
     offered = _tools(model.bodies[0])
-    assert list(offered)[0] == "local_echo"  # the agent's own tools first
+    assert next(iter(offered)) == "local_echo"  # the agent's own tools first
     assert {"t_add", "t_boom", "t_weather", "t_picture", "t_grow"} <= set(offered)
     assert offered["t_add"]["description"] == "Add two integers."
     schema = offered["t_add"]["parameters"]

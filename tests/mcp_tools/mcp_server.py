@@ -2,12 +2,14 @@
 
 Usage: `python mcp_server.py [--http | --sse] [--legacy] [--stall-start] [--exit-start]`.
 Over stdio by default; `--http`/`--sse` serve streamable HTTP / HTTP+SSE on a free loopback port
-and print `port N` once it listens. `--legacy` drops `server/discover`, so clients fall back to
-the 2025 `initialize` handshake (list changes are then notifications, not `subscriptions/listen`
+and print `port N` once it listens. `--legacy` serves only the 2025 `initialize` handshake (the
+SDK's handshake loop), so clients fall back to it (list changes are then notifications, not `subscriptions/listen`
 events). `--stall-start` never answers anything; `--exit-start` exits at once with status 3.
 
 Each tool call appends one line `<tool> <json arguments>` to the file `$MCP_TEST_CALLS` (when
-set), so a test can count exactly what ran on the server.
+set), so a test can count exactly what ran on the server. A process that reaches a point a test
+waits for (a stalled start, a call that hangs) sends its pid to the Unix socket
+`$MCP_TEST_HELLO`, so the test waits on an event, never on time.
 """
 
 from __future__ import annotations
@@ -20,9 +22,20 @@ import socket
 import sys
 from pathlib import Path
 
+
+def _hello() -> None:
+    """Tell the test this process got there: send its pid to the socket `$MCP_TEST_HELLO`."""
+    path = os.environ.get("MCP_TEST_HELLO")
+    if path:
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(path)
+            sock.sendall(str(os.getpid()).encode())
+
+
 if "--exit-start" in sys.argv:  # before importing the SDK: these two start at once
     raise SystemExit(3)
 if "--stall-start" in sys.argv:
+    _hello()
     for _ in sys.stdin:  # read, never answer; leave when stdin closes
         pass
     raise SystemExit(0)
@@ -105,18 +118,19 @@ def die() -> str:
 
 @app.tool()
 async def stall() -> str:
-    """Never answers."""
+    """Says hello (`$MCP_TEST_HELLO`), then never answers."""
     _record("stall", {})
+    _hello()
     await asyncio.sleep(3600)
     return "never"
 
 
 @app.tool()
-async def slow(marker: str) -> str:
-    """Its first call writes its pid to file `marker` and never returns; later calls return."""
-    if _record("slow", {"marker": marker}) > 1:
+async def slow() -> str:
+    """Its first call says hello and never returns; later calls return at once."""
+    if _record("slow", {}) > 1:
         return "slow done"
-    Path(marker).write_text(str(os.getpid()), encoding="utf-8")
+    _hello()
     await asyncio.sleep(3600)
     return "never"
 
@@ -146,8 +160,17 @@ def broken(x: int) -> int:
 _tool = app._tool_manager.get_tool("broken")
 assert _tool is not None
 _tool.parameters = {"type": "object", "properties": {"x": {"type": "no-such-type"}}}
-if LEGACY:
-    app._lowlevel_server._request_handlers.pop("server/discover")
+
+
+async def _serve_legacy() -> None:
+    """Serve the 2025 handshake era only (the SDK's handshake loop), over stdio."""
+    from mcp.server.runner import serve_loop
+    from mcp.server.stdio import stdio_server
+
+    low = app._lowlevel_server
+    async with stdio_server() as (read, write), low.lifespan(low) as state:
+        options = low.create_initialization_options()
+        await serve_loop(low, read, write, lifespan_state=state, init_options=options)
 
 
 def _serve_http(sse: bool) -> None:
@@ -165,6 +188,8 @@ def _serve_http(sse: bool) -> None:
 def main() -> None:
     if "--http" in sys.argv or "--sse" in sys.argv:
         _serve_http("--sse" in sys.argv)
+    elif LEGACY:
+        asyncio.run(_serve_legacy())
     else:
         app.run()
 

@@ -3,16 +3,13 @@ HTTP (one process per module), and the record of calls each test's servers write
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from aiohttp import web
-from mcp_helpers import SERVER, LoopbackServer
+from mcp_helpers import LoopbackServer, serve_http
 
 from modelwire.wire.http import close_sessions
 
@@ -50,29 +47,6 @@ def calls(tmp_path: Path) -> Path:
     path = tmp_path / "calls.txt"
     path.touch()
     return path
-
-
-def recorded(path: Path) -> list[str]:
-    """The tool names of the calls recorded in `path`, in order."""
-    return [line.split(" ", 1)[0] for line in path.read_text(encoding="utf-8").splitlines()]
-
-
-def serve_http(*flags: str, calls: Path | None = None) -> tuple[subprocess.Popen[bytes], int]:
-    """Start `mcp_server.py` over HTTP; returns the process and its port (read from its first
-    line: it listens before it prints)."""
-    env = dict(os.environ)
-    if calls is not None:
-        env["MCP_TEST_CALLS"] = str(calls)
-    proc = subprocess.Popen(
-        [sys.executable, str(SERVER), *flags], stdout=subprocess.PIPE, env=env
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().decode()
-    if not line.startswith("port "):
-        proc.kill()
-        proc.wait()
-        raise AssertionError(f"the MCP test server did not start: {line!r}")
-    return proc, int(line.split()[1])
 
 
 @pytest.fixture(scope="module")
