@@ -5,8 +5,8 @@ that id) or `-c` (the most recently active chat session; demo and replay session
 A continued session keeps its route, model and system prompt unless `-m`/`-s` say otherwise.
 Which route and model: `-m route:model` (or `-m model`, or `--provider`), else the session's,
 else the config file's `[default]`, else the built-in `deepseek` route and its first model.
-`--mcp NAME` adds the tools of the config file's `[mcp.NAME]` server (started before the first
-turn, stopped at the end).
+`--mcp NAME` adds the tools of the config file's `[mcp.NAME]` server (started before the log is
+opened, so one that cannot start fails first; stopped at the end).
 
 Output and exit codes: see `chatview` (stdout holds only the answer) and `errors` (0 answer,
 1 failed turn, 2 usage error, 130 cancelled).
@@ -139,7 +139,7 @@ async def _pick_session(
 async def run_chat(request: ChatRequest) -> int:
     """Run the chat command; returns the exit code."""
     from .logs import open_cli_log
-    from .mcp import chosen_servers
+    from .mcp import chosen_servers, running
     from .tools import resolve_tools
 
     if request.continue_last and request.session_id is not None:
@@ -158,7 +158,7 @@ async def run_chat(request: ChatRequest) -> int:
     continuing = request.continue_last or request.session_id is not None
     if not continuing:  # a missing key or unknown model fails before the log is touched
         await _pick_route(request, routes, None)
-    async with open_cli_log(request.log_option) as (log, url):
+    async with running(servers), open_cli_log(request.log_option) as (log, url):
         session_id, header = await _pick_session(log, url, request)
         route, model, system = await _pick_route(request, routes, header)
         chat = ChatSession(

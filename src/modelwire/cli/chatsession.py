@@ -103,8 +103,7 @@ class ChatSession:
         self.options = options
         self.view = view
         self._tools = [view.show_tool(t) for t in tools]
-        self._mcp = tuple(mcp_servers)
-        self._mcp_open = False
+        self._mcp = tuple(mcp_servers)  # started and stopped by the command: kept across /model
         self.runtime: LlmRuntime = LlmRuntime()
         self.runtime.use(view.middleware)
         self._registered: set[str] = set()
@@ -125,12 +124,6 @@ class ChatSession:
             await agent.close()
 
     async def _current(self) -> Agent:
-        if self._mcp and not self._mcp_open:  # this session's, not an agent's: kept across /model
-            from .mcp import quiet_sdk_logs
-
-            quiet_sdk_logs()
-            self._mcp_open = True
-            await asyncio.gather(*(server.open() for server in self._mcp))
         if self._agent is None:
             from ..agent import Agent
             from ..retry import RetryPlugin
@@ -154,13 +147,10 @@ class ChatSession:
         return self._agent
 
     async def close(self) -> None:
-        """Close the agent, then stop the MCP servers."""
+        """Close the agent."""
         agent, self._agent = self._agent, None
-        try:
-            if agent is not None:
-                await agent.close()
-        finally:
-            await asyncio.gather(*(server.aclose() for server in self._mcp))
+        if agent is not None:
+            await agent.close()
 
     async def send(self, text: str) -> TurnOutcome:
         """Run one turn with `text`; Ctrl-C or a broken stdout cancels it (see the module doc)."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -25,11 +26,11 @@ if TYPE_CHECKING:
     from ..errors import HarnessError
     from ..mcp import MCPServer
 
-__all__ = ["chosen_servers", "configured_servers", "list_servers", "quiet_sdk_logs"]
+__all__ = ["chosen_servers", "configured_servers", "list_servers", "quiet_sdk_logs", "running"]
 
 
 def quiet_sdk_logs() -> None:
-    """Keep the `mcp` SDK's log records (and uvicorn's, for servers in this process) off stderr."""
+    """Keep the `mcp` SDK's log records off stderr (modelwire reports what failed itself)."""
     logger = logging.getLogger("mcp")
     if not logger.handlers:
         logger.addHandler(logging.NullHandler())
@@ -61,6 +62,23 @@ def chosen_servers(config: CliConfig, names: Sequence[str]) -> list[MCPServer]:
             fail(f"no MCP server {name!r} in {where} (add an [mcp.{name}] section; have: {known})")
         chosen.append(servers[name])
     return chosen
+
+
+@asynccontextmanager
+async def running(servers: Sequence[MCPServer]) -> AsyncIterator[None]:
+    """`servers` started (at once; the first failure raised, after stopping the rest) for the
+    block, and stopped after it."""
+    if not servers:
+        yield
+        return
+    quiet_sdk_logs()
+    try:
+        errors = [e for e in await asyncio.gather(*(_started(s) for s in servers)) if e]
+        if errors:
+            raise errors[0]
+        yield
+    finally:
+        await asyncio.gather(*(server.aclose() for server in servers))
 
 
 async def _started(server: MCPServer) -> HarnessError | None:

@@ -31,6 +31,7 @@ from .server import DEFAULT_TIMEOUT_MS, MCPServer
 __all__ = ["servers_from_config"]
 
 _AT: Final = re.compile(r" - at `\$\.?([^`]*)`$")
+_UNKNOWN: Final = re.compile(r"Object contains unknown field `(.+?)`")
 
 
 class _Section(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -48,6 +49,10 @@ class _Section(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
 
 
 def _problem(name: str, message: str) -> str:
+    unknown = _UNKNOWN.match(message)
+    if unknown is not None:
+        keys = ", ".join(_Section.__struct_fields__)
+        return f"mcp.{name}.{unknown.group(1)}: unknown key (an [mcp.NAME] section takes {keys})"
     at = _AT.search(message)
     if at is None:
         return f"mcp.{name}: {message}"
