@@ -74,7 +74,7 @@ async def test_chat_with_an_unknown_mcp_server_is_a_usage_error(tmp_path: Path) 
 
 
 async def test_a_bad_mcp_section_is_a_usage_error_naming_the_key(tmp_path: Path) -> None:
-    config = write_config(tmp_path / "c.toml", "http://127.0.0.1:9", '[mcp.t]\ncommand = 3\n')
+    config = write_config(tmp_path / "c.toml", "http://127.0.0.1:9", "[mcp.t]\ncommand = 3\n")
     result = await run_cli_async(tmp_path, ["mcp", "list", "--config", config])
     assert_one_line_error(result, "mcp.t.command")
 
