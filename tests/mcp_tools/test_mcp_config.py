@@ -3,8 +3,11 @@ references for secrets, reprs that hide them, and `import modelwire.mcp` staying
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
 from mcp_helpers import children
@@ -140,3 +143,11 @@ def test_without_the_sdk_opening_a_server_says_how_to_install_it() -> None:
     out = _probe(probe)
     assert out.startswith("MCP MCP server 'files': MCP needs the official `mcp` SDK")
     assert "pip install 'modelwire[mcp]'" in out
+
+
+def test_the_readme_mcp_section_is_a_valid_config() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "[mcp." in b]
+    (server,) = servers_from_config(tomllib.loads(block)["mcp"]).values()
+    assert (server.name, server.target) == ("github", "http: https://api.githubcopilot.com/mcp/")
+    assert "${GITHUB_TOKEN}" not in repr(server)

@@ -317,10 +317,8 @@ class StepRunner:
         return session.context != context
 
     async def _build_request(self, frame: StepFrame, attempt: int) -> _Request:
-        """Seed config → `on_request` → `prepare_call` → header/context facts → request.
-
-        The MCP servers not started yet start first (`ToolBox.ready`); the request offers the
-        tools listed at this moment."""
+        """MCP servers ready (`ToolBox.ready`) → seed config → `on_request` → `prepare_call` →
+        header/context facts → the request, offering the tools listed at this moment."""
         await self.tools.ready()
         session = frame.session
         sid = session.session_id
