@@ -177,6 +177,7 @@ def _serve_http(sse: bool) -> None:
     import uvicorn
 
     sock = socket.socket()
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # else uvicorn's given socket waits
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     print(f"port {sock.getsockname()[1]}", flush=True)
