@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
-from aiohttp import web
+from catchall import serve_all
 from mcp_helpers import LoopbackServer, serve_http
 
 from modelwire.wire.http import close_sessions
@@ -18,14 +18,7 @@ from modelwire.wire.http import close_sessions
 async def model_server() -> AsyncIterator[LoopbackServer]:
     """The scripted model on 127.0.0.1 (its handlers and bodies are reset by `model`)."""
     srv = LoopbackServer()
-    app = web.Application()
-    app.router.add_post("/chat/completions", srv.dispatch)
-    runner = web.AppRunner(app, handle_signals=False)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    srv.url = f"http://127.0.0.1:{port}"
+    runner, srv.url = await serve_all(srv.dispatch)
     try:
         yield srv
     finally:

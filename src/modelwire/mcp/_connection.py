@@ -121,7 +121,7 @@ class Connection:
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
         ready.add_done_callback(_retrieve)
-        self._ready, self._wake = ready, asyncio.Event()
+        self._ready, self._wake, self._listed = ready, asyncio.Event(), asyncio.Event()
         self._ended = self._stopping = self._changed = self._timed_out = False
         self._relisting = False
         owner = loop.create_task(self._own(ready), name=f"mcp-server-{self._name}")
@@ -132,9 +132,10 @@ class Connection:
 
     async def _deadline(self, ready: asyncio.Future[None]) -> None:
         await self._sleep(self._timeout_ms / 1000.0)
-        if not ready.done() and self._scope is not None:
-            self._timed_out = True
-            self._scope.cancel()
+        if not ready.done():
+            self._timed_out = True  # `_own` cancels its scope on entry if it is not there yet
+            if self._scope is not None:
+                self._scope.cancel()
 
     async def aclose(self) -> None:
         """Stop the session (bounded) and keep it stopped until the next `open()`."""
@@ -169,6 +170,8 @@ class Connection:
         failure: HarnessError | None = None
         with anyio.CancelScope() as scope:
             self._scope = scope
+            if self._timed_out:
+                scope.cancel()
             try:
                 await self._session(ready)
             except Exception as exc:

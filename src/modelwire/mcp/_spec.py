@@ -62,6 +62,13 @@ def check_mapping(value: object, what: str, *, headers: bool) -> dict[str, str] 
     return out
 
 
+def _resolved(values: Mapping[str, str] | None, where: str) -> dict[str, str] | None:
+    if values is None:
+        return None
+    environ = os.environ
+    return {key: expand(value, environ, f"{where} {key!r}") for key, value in values.items()}
+
+
 def _default_name(stem: str) -> str:
     return _NAME_CHARS.sub("-", stem).strip("-")[:32] or "mcp"
 
@@ -99,13 +106,7 @@ class Stdio:
 
     def resolved(self, server: str) -> dict[str, str] | None:
         """The `env` with its references resolved (its values are the secrets)."""
-        if self.env is None:
-            return None
-        environ = os.environ
-        return {
-            key: expand(value, environ, f"MCP server {server!r} env {key!r}")
-            for key, value in self.env.items()
-        }
+        return _resolved(self.env, f"MCP server {server!r} env")
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -137,13 +138,7 @@ class Http:
 
     def resolved(self, server: str) -> dict[str, str] | None:
         """The `headers` with their references resolved (their values are the secrets)."""
-        if self.headers is None:
-            return None
-        environ = os.environ
-        return {
-            key: expand(value, environ, f"MCP server {server!r} header {key!r}")
-            for key, value in self.headers.items()
-        }
+        return _resolved(self.headers, f"MCP server {server!r} header")
 
 
 Spec: TypeAlias = Stdio | Http
