@@ -9,7 +9,8 @@ message), exactly as a Step runs it; the plain tool is a Python function doing t
 call's answer is checked. Reported per call (wall ms, median of the repeats, each the mean of
 `--calls` sequential calls after a warm-up): the plain tool, the SDK's own `Client.call_tool` on
 the same session (the floor the SDK and the server set), and modelwire's MCP tool; "added" is
-modelwire's MCP call minus the plain tool's.
+modelwire's MCP call minus the plain tool's. This process's CPU per call (`getrusage`) shows what
+modelwire adds to the SDK's own call, apart from the server's time and the machine's load.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -67,13 +69,19 @@ PLAIN = Tool(
 )
 
 
-async def _per_call_ms(call: Callable[[int], Awaitable[str]], calls: int) -> float:
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def _per_call_ms(call: Callable[[int], Awaitable[str]], calls: int) -> tuple[float, float]:
+    """(wall ms, this process's CPU ms) per call."""
     for i in range(20):  # warm-up
         assert await call(i) == str(i + 1)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     for i in range(calls):
         assert await call(i) == str(i + 1), "wrong answer"
-    return (time.perf_counter() - start) / calls * 1000.0
+    return (time.perf_counter() - start) / calls * 1000.0, (_cpu() - cpu) / calls * 1000.0
 
 
 def _tool_path(tools: dict[str, Tool], name: str) -> Callable[[int], Awaitable[str]]:
@@ -108,13 +116,20 @@ async def _measure(server: MCPServer, calls: int, repeats: int) -> dict[str, flo
             "sdk": _sdk_path(server),
             "mcp": _tool_path(tools, f"{server.name}_add"),
         }
-        samples: dict[str, list[float]] = {k: [] for k in paths}
+        samples: dict[str, list[tuple[float, float]]] = {k: [] for k in paths}
         for _ in range(repeats):  # interleaved, so drift hits every path alike
             for key, path in paths.items():
                 samples[key].append(await _per_call_ms(path, calls))
-    row = {key: statistics.median(values) for key, values in samples.items()}
+    row = {key: statistics.median(wall for wall, _ in values) for key, values in samples.items()}
+    row.update(
+        {
+            f"{key}_cpu": statistics.median(cpu for _, cpu in values)
+            for key, values in samples.items()
+        }
+    )
     row["added"] = row["mcp"] - row["plain"]
     row["over_sdk"] = row["mcp"] - row["sdk"]
+    row["over_sdk_cpu"] = row["mcp_cpu"] - row["sdk_cpu"]
     return row
 
 
@@ -145,11 +160,15 @@ async def main(calls: int, repeats: int) -> dict[str, dict[str, float]]:
 
 def _report(rows: dict[str, dict[str, float]], calls: int, repeats: int) -> None:
     print(f"MCP tool call latency, wall ms per call (median of {repeats} x {calls} calls):")
-    print("  transport  plain tool  SDK call_tool  modelwire MCP tool  added  over the SDK")
+    print(
+        "  transport  plain tool  SDK call_tool  modelwire MCP tool  added  over the SDK"
+        "  client CPU ms SDK · modelwire (over)"
+    )
     for name, row in rows.items():
         print(
             f"  {name:<9}  {row['plain']:>10.3f}  {row['sdk']:>13.3f}  {row['mcp']:>18.3f}"
             f"  {row['added']:>5.2f}  {row['over_sdk']:>+12.3f}"
+            f"  {row['sdk_cpu']:.3f} · {row['mcp_cpu']:.3f} ({row['over_sdk_cpu']:+.3f})"
         )
     for name, row in rows.items():
         verdict = "met" if row["added"] < 2.0 else "missed"

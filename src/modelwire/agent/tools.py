@@ -258,21 +258,34 @@ async def _settled(invoke: Callable[[], object]) -> object:
 
 
 async def _within(invoke: Callable[[], object], timeout_ms: float | None, sleep: Sleep) -> object:
-    """Run `invoke`; past `timeout_ms` (by `sleep`) cancel it and raise `_TimedOut`. Nothing it
-    started outlives the call."""
+    """Run `invoke` in this task; past `timeout_ms` (by `sleep`) an alarm cancels it here and
+    `_TimedOut` is raised once it has unwound. A cancellation from outside stays one. One timer
+    task per call (the call itself needs none), so a timed tool costs little more than an untimed
+    one."""
     if timeout_ms is None:
         return await _settled(invoke)
-    task = asyncio.ensure_future(_settled(invoke))
-    timer = asyncio.ensure_future(sleep(timeout_ms / 1000.0))
+    task = asyncio.current_task()
+    assert task is not None
+    fired = False
+
+    async def alarm() -> None:
+        nonlocal fired
+        await sleep(timeout_ms / 1000.0)
+        fired = True
+        task.cancel()
+
+    timer = asyncio.ensure_future(alarm())
     try:
-        await asyncio.wait((task, timer), return_when=asyncio.FIRST_COMPLETED)
+        result = await _settled(invoke)
+    except asyncio.CancelledError:
+        if fired and task.uncancel() == 0:  # the alarm's cancellation, and no one else's
+            raise _TimedOut from None
+        raise
     finally:
-        for pending in (task, timer):
-            pending.cancel()
-        await asyncio.gather(task, timer, return_exceptions=True)
-    if task.cancelled():
-        raise _TimedOut
-    return task.result()
+        timer.cancel()
+    if fired:
+        task.uncancel()  # the tool swallowed the alarm's cancellation and returned anyway
+    return result
 
 
 async def run_tool_call(

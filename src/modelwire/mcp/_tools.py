@@ -62,7 +62,8 @@ class _Call:
         self._server, self._tool, self._validator, self._call = server, tool, validator, call
 
     async def __call__(self, arguments: dict[str, JsonValue]) -> tuple[ContentBlock, ...]:
-        for error in self._validator.iter_errors(arguments):
+        if not self._validator.is_valid(arguments):
+            error = next(iter(self._validator.iter_errors(arguments)))
             where = "/".join(str(part) for part in error.instance_path)
             raise HarnessError(
                 f"invalid arguments for tool {self._tool!r} of MCP server {self._server!r}: "
