@@ -10,6 +10,8 @@ question (it says hello on a Unix socket), so no test waits for time to pass.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from mcp_helpers import (
     agent_for,
     by_request,
     children,
+    exited,
     of_type,
     recorded,
     stdio,
@@ -53,10 +56,14 @@ async def test_a_server_starts_at_the_first_request_and_close_leaves_no_process(
     server = stdio()
     agent = agent_for(model, MemoryLog(), [server])
     assert not server.running and server.tools == ()  # nothing starts with the agent
-    model.handlers += [by_request([("t_pid", {})])] * 2
+    model.handlers += [by_request([("t_pid", {})])] * 4
     result = await agent.run_turn("s", "your pid?")
     pid = int(result.text.removeprefix("done: "))
     assert server.running and children() == before | {pid}
+    os.kill(pid, signal.SIGKILL)  # dies between turns: its end is noticed, the next call restarts
+    assert await exited(pid)
+    again = int((await agent.run_turn("s2", "and now?")).text.removeprefix("done: "))
+    assert again != pid and children() == before | {again}
     await agent.close()
     assert not server.running
     assert children() == before  # stopped and reaped
