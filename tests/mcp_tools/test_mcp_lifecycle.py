@@ -212,3 +212,15 @@ async def test_needs_approval_is_refused_until_human_approval_lands() -> None:
             stdio(needs_approval=value)
         assert caught.value.code == "UNSUPPORTED_OPTION"
         assert "needs_approval is not supported yet" in caught.value.message
+
+
+async def test_async_with_agent_stops_the_started_servers_when_another_cannot_start(
+    model: LoopbackServer,
+) -> None:
+    before = children()
+    good, gone = stdio(), MCPServer.stdio("/nonexistent/mcp-server", name="gone")
+    with pytest.raises(HarnessError) as caught:
+        async with agent_for(model, MemoryLog(), [good, gone]):
+            pass
+    assert caught.value.code == "MCP" and "MCP server 'gone'" in caught.value.message
+    assert not good.running and children() == before and _session_tasks() == []

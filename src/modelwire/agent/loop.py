@@ -213,9 +213,14 @@ class Agent(Generic[OutputT]):
             await self.toolbox.aclose()
 
     async def __aenter__(self) -> Agent[OutputT]:
-        """Start the MCP servers now (else the first request does); `close()` on exit."""
+        """Start the MCP servers now (else the first request does); `close()` on exit. If one
+        cannot start, those that did are stopped again and its failure is raised."""
         self._check_usable()
-        await self.toolbox.ready()
+        try:
+            await self.toolbox.ready()
+        except BaseException:
+            await self.toolbox.aclose()
+            raise
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

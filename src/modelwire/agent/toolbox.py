@@ -11,8 +11,9 @@ already open), else when the tools become known (the first request, `async with 
 `ready()`, before every request, opens the sources not opened yet, concurrently (so a source
 that cannot start ends that turn with its `MCP` failure, the user's message kept in the log, and
 the next turn tries again), and waits for a listing an open source announced but has not
-finished (`settled`), so a tool a server added during a call is offered by the next request. `aclose()` closes only the sources a `ready()` of this
-box started: a source the caller opened, perhaps for several agents, stays the caller's.
+finished (`settled`), so a tool a server added during a call is offered by the next request.
+`aclose()` closes only the sources a `ready()` of this box started: a source the caller opened,
+perhaps for several agents, stays the caller's.
 """
 
 from __future__ import annotations
