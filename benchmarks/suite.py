@@ -295,10 +295,11 @@ def main() -> None:
         )
     others = []
     if not a.quick:
-        print("== sibling benchmarks (assembler, session log)", file=sys.stderr)
+        print("== sibling benchmarks (assembler, session log, MCP)", file=sys.stderr)
         others = [
             other_bench(run, "bench_assembler.py", 120),
             other_bench(run, "bench_session_log.py", 180),
+            other_bench(run, "bench_mcp.py", 180),
         ]
     elapsed = time.monotonic() - t_start
     md = report.render(run.rows, imports, others, mach, sz, elapsed, run.failures, quick=a.quick)

@@ -32,6 +32,7 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      │                   REPLAY_UNRECORDED_SESSION REPLAY_UNCONSUMED
      ├── agent           UNKNOWN_TOOL TOOL_FAILED TOOL_INTERRUPTED TOOL_TIMEOUT NOTHING_TO_RESUME
      │                   LEASE_LOST TURN_IN_PROGRESS
+     │                   MCP (an MCP server failed to start, answer or stay up)
      └── other           INVALID_ARGS INVARIANT UNKNOWN
 
 Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT TRANSPORT.

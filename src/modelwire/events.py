@@ -220,14 +220,16 @@ class AssistantMessage(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=
     source_event_seqs: tuple[int, ...]
 
 
-class ToolCallRecord(msgspec.Struct, frozen=True):
-    """`tool/call`: the loop is about to run tool `name` for call `call_id` with raw JSON arguments."""
+class ToolCallRecord(msgspec.Struct, frozen=True, omit_defaults=True):
+    """`tool/call`: the loop is about to run tool `name` for call `call_id` with raw JSON arguments;
+    `server` names the MCP server of the tool (omitted for the agent's own tools)."""
 
     turn: int
     step: int
     call_id: str
     name: str
     arguments: str
+    server: str | None = None
 
 
 class ToolResultRecord(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
@@ -241,6 +243,7 @@ class ToolResultRecord(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=
     is_error: bool = False
     error_code: str | None = None
     error_class: str | None = None  # the class name of the exception a tool raised
+    server: str | None = None  # the MCP server of the tool (omitted for the agent's own tools)
 
 
 class OutputCorrection(msgspec.Struct, frozen=True):

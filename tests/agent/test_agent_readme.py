@@ -39,6 +39,7 @@ EXPECTED = [
     ("async def show()", "0 turn/start\n"),
     ("RetryPlugin()", "Hello!\n"),
     ("TokenMeter.project", "TokenUsage(input_tokens=20, output_tokens=5"),
+    ("mcp_servers=[math]", "2 + 40 = 42.\n"),
 ]
 """(a line of the block, what its stdout must contain): every block must match exactly one."""
 
@@ -59,7 +60,8 @@ def _answer(body: dict[str, Any]) -> list[dict[str, object]]:
         return [_delta(role="assistant", content="2 + 40 = 42."), _delta("stop"), USAGE]
     if body.get("response_format") is not None:  # structured output (DeepSeek's JSON mode)
         return [_delta(role="assistant", content=json.dumps(CITY)), _delta("stop"), USAGE]
-    for name, arguments in (("final_result", CITY), ("add", {"a": 2, "b": 40})):
+    adds = (("add", {"a": 2, "b": 40}), ("math_add", {"a": 2, "b": 40}))  # math_add: MCP
+    for name, arguments in (("final_result", CITY), *adds):
         if name in tools:
             call = {
                 "index": 0,

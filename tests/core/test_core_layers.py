@@ -35,6 +35,7 @@ LAYERS = {
     "meter": 7,
     "telemetry": 7,
     "workers": 7,
+    "mcp": 7,
     "cli": 8,
     "ui": 8,
 }

@@ -25,7 +25,7 @@ from ..session.events import (
 )
 from ..session.lease import Lease
 from ..session.log import SessionLog
-from ..vocab import Message, ToolSchema
+from ..vocab import Message
 from .cancel import TurnSignal
 from .frame import run_frame
 from .hooks import AgentHooks
@@ -40,6 +40,7 @@ from .request import LogView, RequestSeed
 from .result import OutputT, TurnResult
 from .setup import ConfigSource, LazyLog, default_log_url, open_runtime, split_model
 from .step import SessionState, StepRunner
+from .toolbox import ToolBox, ToolSource
 from .tools import Tool
 from .turn import TurnState, open_resumed
 from .wait import Sleep
@@ -76,6 +77,9 @@ class Agent(Generic[OutputT]):
     (seconds) are the agent's time: an open turn's age, a resumed retry's wait, tool timeouts.
     Each turn holds the session's lease (`leasing.py`): `lease_ms` long (None: no lease),
     renewed every `lease_renew_ms` (default a third), taken as `owner` (default host:pid:random).
+    `mcp_servers` (`modelwire.mcp.MCPServer`s) add their tools, named `<server>_<tool>`: a server
+    starts at the first request that needs it (or `async with agent`), and `close()` stops the
+    servers the agent started (`toolbox.py`).
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class Agent(Generic[OutputT]):
         system: str | None = None,
         tools: Iterable[Tool | Callable[..., Any]] = (),  # Any: a tool function's parameters
         plugins: Iterable[AgentPlugin] = (),
+        mcp_servers: Iterable[ToolSource] = (),
         output_type: type[OutputT] | None = None,
         output_retries: int = 1,
         max_steps: int = 50,
@@ -111,14 +116,13 @@ class Agent(Generic[OutputT]):
         self.max_parallel_tools = check_count("max_parallel_tools", max_parallel_tools, 1)
         self.output_retries = check_count("output_retries", output_retries, 0)
         self.usage_limits = check_usage_limits(usage_limits)
-        tool_list = list(tool_map(tools).values())
-        self.tool_map: dict[str, Tool] = {tool.name: tool for tool in tool_list}
-        self.tool_schemas: tuple[ToolSchema, ...] = tuple(tool.schema for tool in tool_list)
+        self.tool_map: dict[str, Tool] = tool_map(tools)
         self._outputs: dict[object, OutputSpec | None] = {}
         self.output_type = output_type
         self.output = output_of(output_type, self.tool_map, self._outputs)
         self.clock: Callable[[], int] = clock or _now_ms
         self.sleep: Sleep = sleep or asyncio.sleep
+        self.toolbox = ToolBox(self.tool_map, mcp_servers, self.sleep)
         self.runtime = runtime
         self.log = log
         self.leases = TurnLeases(
@@ -193,16 +197,34 @@ class Agent(Generic[OutputT]):
         return True
 
     async def close(self) -> None:
-        """Cancel running turns (cause `disposed`) and run plugin disposers in reverse order."""
+        """Cancel running turns (cause `disposed`), run plugin disposers in reverse order, then
+        stop the MCP servers this agent started."""
         if self._closed:
             return
         self._closed = True
         for signal in list(self._signals.values()):
             signal.cancel("disposed")
-        while self._disposers:
-            result = self._disposers.pop()()
-            if inspect.isawaitable(result):
-                await result
+        try:
+            while self._disposers:
+                result = self._disposers.pop()()
+                if inspect.isawaitable(result):
+                    await result
+        finally:
+            await self.toolbox.aclose()
+
+    async def __aenter__(self) -> Agent[OutputT]:
+        """Start the MCP servers now (else the first request does); `close()` on exit. If one
+        cannot start, those that did are stopped again and its failure is raised."""
+        self._check_usable()
+        try:
+            await self.toolbox.ready()
+        except BaseException:
+            await self.toolbox.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
     def _session(self, session_id: str) -> SessionState:
         """This instance's state of `session_id`: its log view (refresh it before use) and
@@ -221,14 +243,13 @@ class Agent(Generic[OutputT]):
             reasoning_effort=self.reasoning_effort,
             temperature=self.temperature,
             system=self.system,
-            tools=self.tool_schemas,
         )
         return StepRunner(
             agent=self,
             log=self.log,
             runtime=self.runtime,
             hooks=self.hooks,
-            tools=self.tool_map,
+            tools=self.toolbox,
             seed=seed,
             clock=self.clock,
             sleep=self.sleep,

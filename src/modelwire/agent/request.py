@@ -158,8 +158,9 @@ class RequestSeed:
     """The agent's own contribution to every request of a turn, frozen when the turn starts.
 
     `provider`, `model`, `max_tokens`, `reasoning_effort` and `temperature` seed the call config
-    (`config`, spec F8); `system` and `tools` go with every request of the turn, retries
-    included (F4).
+    (`config`, spec F8); `system` goes with every request of the turn, retries included (F4), and
+    so do the tools, which the Step reads from its `ToolBox` for each request (an MCP server's
+    list may change meanwhile).
     """
 
     provider: str
@@ -168,7 +169,6 @@ class RequestSeed:
     reasoning_effort: str | None = None
     temperature: float | None = None
     system: str | None = None
-    tools: tuple[ToolSchema, ...] = ()
 
     def config(self, latest: EpochHeader | None, *, first_request: bool) -> CallConfig:
         """The seed call config of a request, given the latest logged header (spec F8).

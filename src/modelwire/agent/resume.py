@@ -190,6 +190,7 @@ async def resume_step(
             return await _before_attempt(runner, frame, point)
 
         return await runner.carry_on(frame, attempt=point.attempt + 1, before=before)
+    await runner.tools.ready()  # an idempotent MCP tool is known (and runs) once it is up
     again = _rerun_content(runner, frame, point)
     if again is not None:
         await rerun_step(runner, frame, again, interrupted)

@@ -16,7 +16,7 @@ the Step's outcome carries the verdict on its answer; an attempt the runtime end
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -61,8 +61,8 @@ from .hooks import (
 from .output import AnswerPlan, OutputSpec, Rejected, Verdict, judge, plan_for
 from .ports import PreparedCallLike, RuntimeLike
 from .request import LogView, RequestSeed, canonical_header, headers_equal
+from .toolbox import ToolBox
 from .toolrun import ToolRun
-from .tools import Tool
 from .wait import Sleep
 
 __all__ = ["Before", "FailedAttempt", "SessionState", "StepFrame", "StepOutcome", "StepRunner"]
@@ -143,7 +143,7 @@ class StepRunner:
     log: SessionLog
     runtime: RuntimeLike
     hooks: AgentHooks
-    tools: Mapping[str, Tool]
+    tools: ToolBox
     seed: RequestSeed
     clock: Callable[[], int]
     sleep: Sleep
@@ -294,7 +294,7 @@ class StepRunner:
         except HarnessError as exc:
             if exc.code != ErrorCode.NO_ADAPTER:
                 raise
-        return plan_for(self.output, info, other_tools=bool(self.seed.tools))
+        return plan_for(self.output, info, other_tools=bool(self.tools.schemas))
 
     async def _prepare(self, config: CallConfig) -> PreparedCallLike | None:
         """`prepare_call`, or None on `NO_ADAPTER` (a stream middleware may own the route)."""
@@ -317,7 +317,9 @@ class StepRunner:
         return session.context != context
 
     async def _build_request(self, frame: StepFrame, attempt: int) -> _Request:
-        """Seed config → `on_request` → `prepare_call` → header/context facts → request."""
+        """MCP servers ready (`ToolBox.ready`) → seed config → `on_request` → `prepare_call` →
+        header/context facts → the request, offering the tools listed at this moment."""
+        await self.tools.ready()
         session = frame.session
         sid = session.session_id
         view = await session.view.refresh(self.log, sid)
@@ -340,7 +342,7 @@ class StepRunner:
                 ErrorCode.INVALID_CONFIG,
             )
         plan = await self._plan(config)
-        system, tools = self.seed.system, self.seed.tools
+        system, tools = self.seed.system, self.tools.schemas
         if plan is not None:
             config = msgspec.structs.replace(
                 config,

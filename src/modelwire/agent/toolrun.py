@@ -59,6 +59,11 @@ class ToolRun:
     limit: int
     final: OutputSpec | None
 
+    def _server(self, name: str) -> str | None:
+        """The MCP server of tool `name` (None: the agent's own tool, or no such tool)."""
+        tool = self.tools.get(name)
+        return None if tool is None else tool.server
+
     async def run(
         self,
         sid: str,
@@ -82,7 +87,10 @@ class ToolRun:
             runs_tools = any(self.final is None or c.name != FINAL_TOOL for c in running)
             await self.log.append_many(
                 sid,
-                [ToolCallRecord(turn, step, c.id, c.name, c.arguments) for c in running],
+                [
+                    ToolCallRecord(turn, step, c.id, c.name, c.arguments, self._server(c.name))
+                    for c in running
+                ],
                 barrier=runs_tools,
             )
         gate = asyncio.Semaphore(self.limit)
@@ -138,6 +146,7 @@ class ToolRun:
                         is_error=outcome.is_error,
                         error_code=outcome.error_code,
                         error_class=outcome.error_class,
+                        server=self._server(call.name),
                     ),
                 )
         finally:

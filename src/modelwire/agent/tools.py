@@ -56,6 +56,8 @@ class Tool:
     event loop thread). `idempotent` (keyword) declares the tool safe to run twice: a turn resumed
     after its process died runs an unanswered call of this tool again instead of answering it
     `TOOL_INTERRUPTED`. `signature` is set by `from_function` and decides how `fn` is called.
+    `server` (keyword) names the MCP server whose tool this is (None: the agent's own); its
+    `tool/call` and `tool/result` events carry it.
     """
 
     name: str
@@ -65,6 +67,7 @@ class Tool:
     timeout_ms: float | None = None
     signature: Signature | None = field(default=None, compare=False, repr=False)
     idempotent: bool = field(default=False, kw_only=True)
+    server: str | None = field(default=None, kw_only=True)
 
     @property
     def parameters(self) -> Mapping[str, JsonValue]:
@@ -255,21 +258,34 @@ async def _settled(invoke: Callable[[], object]) -> object:
 
 
 async def _within(invoke: Callable[[], object], timeout_ms: float | None, sleep: Sleep) -> object:
-    """Run `invoke`; past `timeout_ms` (by `sleep`) cancel it and raise `_TimedOut`. Nothing it
-    started outlives the call."""
+    """Run `invoke` in this task; past `timeout_ms` (by `sleep`) an alarm cancels it here and
+    `_TimedOut` is raised once it has unwound. A cancellation from outside stays one. One timer
+    task per call (the call itself needs none), so a timed tool costs little more than an untimed
+    one."""
     if timeout_ms is None:
         return await _settled(invoke)
-    task = asyncio.ensure_future(_settled(invoke))
-    timer = asyncio.ensure_future(sleep(timeout_ms / 1000.0))
+    task = asyncio.current_task()
+    assert task is not None
+    fired = False
+
+    async def alarm() -> None:
+        nonlocal fired
+        await sleep(timeout_ms / 1000.0)
+        fired = True
+        task.cancel()
+
+    timer = asyncio.ensure_future(alarm())
     try:
-        await asyncio.wait((task, timer), return_when=asyncio.FIRST_COMPLETED)
+        result = await _settled(invoke)
+    except asyncio.CancelledError:
+        if fired and task.uncancel() == 0:  # the alarm's cancellation, and no one else's
+            raise _TimedOut from None
+        raise
     finally:
-        for pending in (task, timer):
-            pending.cancel()
-        await asyncio.gather(task, timer, return_exceptions=True)
-    if task.cancelled():
-        raise _TimedOut
-    return task.result()
+        timer.cancel()
+    if fired:
+        task.uncancel()  # the tool swallowed the alarm's cancellation and returned anyway
+    return result
 
 
 async def run_tool_call(

@@ -3,7 +3,7 @@
 Heavy modules (aiohttp, adapters, the session log, the agent loop) are imported inside the command
 bodies, so `modelwire --help` and the demo's first line appear immediately. `chat` lives in
 `cmd_chat`, `sessions …` in `cmd_sessions`, `keys …` and `logs …` in `cmd_keys`, `worker` in
-`cmd_worker` and `queue …` in `cmd_queue`.
+`cmd_worker`, `queue …` in `cmd_queue` and `mcp …` in `cmd_mcp`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import typer
 
 from .cmd_chat import register as register_chat
 from .cmd_keys import keys_app, logs_app
+from .cmd_mcp import mcp_app
 from .cmd_queue import queue_app
 from .cmd_sessions import sessions_app
 from .cmd_worker import register as register_worker
@@ -111,6 +112,7 @@ app.add_typer(sessions_app, name="sessions")
 app.add_typer(keys_app, name="keys")
 app.add_typer(logs_app, name="logs")
 app.add_typer(queue_app, name="queue")
+app.add_typer(mcp_app, name="mcp")
 
 
 @app.command(

@@ -5,6 +5,8 @@ that id) or `-c` (the most recently active chat session; demo and replay session
 A continued session keeps its route, model and system prompt unless `-m`/`-s` say otherwise.
 Which route and model: `-m route:model` (or `-m model`, or `--provider`), else the session's,
 else the config file's `[default]`, else the built-in `deepseek` route and its first model.
+`--mcp NAME` adds the tools of the config file's `[mcp.NAME]` server (started before the log is
+opened, so one that cannot start fails first; stopped at the end).
 
 Output and exit codes: see `chatview` (stdout holds only the answer) and `errors` (0 answer,
 1 failed turn, 2 usage error, 130 cancelled).
@@ -50,6 +52,7 @@ class ChatRequest:
     system: str | None = None
     options: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
+    mcp: tuple[str, ...] = ()
     stream: bool = True
     reasoning: bool = True
     as_json: bool = False
@@ -136,6 +139,7 @@ async def _pick_session(
 async def run_chat(request: ChatRequest) -> int:
     """Run the chat command; returns the exit code."""
     from .logs import open_cli_log
+    from .mcp import chosen_servers, running
     from .tools import resolve_tools
 
     if request.continue_last and request.session_id is not None:
@@ -148,11 +152,13 @@ async def run_chat(request: ChatRequest) -> int:
     prompt = None if interactive else combine_prompt(request.prompt, read_stdin_prompt())
     options = parse_options(request.options)
     tools = resolve_tools(request.tools)
-    routes = build_routes(load_config(request.config_path))
+    config = load_config(request.config_path)
+    routes = build_routes(config)
+    servers = chosen_servers(config, request.mcp)
     continuing = request.continue_last or request.session_id is not None
     if not continuing:  # a missing key or unknown model fails before the log is touched
         await _pick_route(request, routes, None)
-    async with open_cli_log(request.log_option) as (log, url):
+    async with running(servers), open_cli_log(request.log_option) as (log, url):
         session_id, header = await _pick_session(log, url, request)
         route, model, system = await _pick_route(request, routes, header)
         chat = ChatSession(
@@ -164,6 +170,7 @@ async def run_chat(request: ChatRequest) -> int:
             system=system,
             options=options,
             tools=tools,
+            mcp_servers=servers,
             view=_view(request),
         )
         if not request.as_json:

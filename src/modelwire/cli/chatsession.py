@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Literal, TypeAlias
@@ -36,6 +36,7 @@ from .errors import BAD_INPUT_CODES, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUP
 if TYPE_CHECKING:
     from ..agent import Agent, Tool, TurnResult
     from ..events_ratelimit import RateLimitNotice
+    from ..mcp import MCPServer
     from ..meter import TokenMeter
     from ..runtime import LlmRuntime
     from ..session import SessionLog
@@ -89,6 +90,7 @@ class ChatSession:
         options: CallOptions,
         tools: list[Tool],
         view: ChatView,
+        mcp_servers: Sequence[MCPServer] = (),
     ) -> None:
         from ..runtime import LlmRuntime
 
@@ -101,6 +103,7 @@ class ChatSession:
         self.options = options
         self.view = view
         self._tools = [view.show_tool(t) for t in tools]
+        self._mcp = tuple(mcp_servers)  # started and stopped by the command: kept across /model
         self.runtime: LlmRuntime = LlmRuntime()
         self.runtime.use(view.middleware)
         self._registered: set[str] = set()
@@ -135,6 +138,7 @@ class ChatSession:
                 model=self.model,
                 system=self.system,
                 tools=self._tools,
+                mcp_servers=self._mcp,
                 plugins=[self.view, RetryPlugin()],
                 max_tokens=self.options.max_tokens,
                 reasoning_effort=self.options.reasoning_effort,

@@ -37,6 +37,7 @@ def register(app: typer.Typer) -> None:
             'modelwire chat -m local:qwen3:8b -s "Be terse." -o temperature=0.2 "Hi"',
             'modelwire chat -c "And in one sentence?"      # continue the last session',
             'modelwire chat --json "2+2?" | jq -r .answer',
+            'modelwire chat --mcp files "Summarize notes.md"  # tools of [mcp.files]',
             "modelwire chat                                 # interactive on a terminal",
         ),
     )(chat)
@@ -99,6 +100,16 @@ def chat(
             show_default=False,
         ),
     ] = None,
+    mcp: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--mcp",
+            metavar="NAME",
+            help="Offer the tools of the config file's [mcp.NAME] MCP server (repeatable; see "
+            "`modelwire mcp list`).",
+            show_default=False,
+        ),
+    ] = None,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
     ] = False,
@@ -131,6 +142,7 @@ def chat(
             system=system,
             options=tuple(option or ()),
             tools=tuple(tool or ()),
+            mcp=tuple(mcp or ()),
             stream=not no_stream,
             reasoning=not no_reasoning,
             as_json=json_out,

@@ -17,8 +17,13 @@ A config file looks like this (TOML; the same keys in YAML)::
     base_url = "http://127.0.0.1:11434/v1"
     models = [{ id = "qwen3:8b" }]
 
-The `providers` table is handed to `ProvidersAdapter.from_config` and the `deepseek` table to
-`DeepSeekAdapter.from_config` as they are; their own validation names the failing field.
+    [mcp.files]                 # MCP servers for `chat --mcp NAME` and `modelwire mcp list`
+    command = "npx"
+    args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/notes"]
+
+The `providers` table is handed to `ProvidersAdapter.from_config`, the `deepseek` table to
+`DeepSeekAdapter.from_config` and the `mcp` table to `modelwire.mcp.servers_from_config` as they
+are; their own validation names the failing field.
 """
 
 from __future__ import annotations
@@ -31,7 +36,13 @@ from typing import Final
 
 import msgspec
 
-from ..vocab.redacted import hidden_repr, hidden_rich_repr, hidden_settings
+from ..vocab.redacted import (
+    SECRET,
+    hidden_env,
+    hidden_repr,
+    hidden_rich_repr,
+    hidden_settings,
+)
 from .errors import fail
 
 __all__ = [
@@ -69,18 +80,21 @@ class DefaultRoute(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
 class CliConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """A parsed config file; `path` is where it came from (None: no file).
 
-    Its repr hides a literal `api_key` and every header value of the adapter sections.
+    Its repr hides a literal `api_key` and every header value of the adapter sections, and every
+    `env` and `headers` value of the MCP servers.
     """
 
     default: DefaultRoute = msgspec.field(default_factory=DefaultRoute)
     deepseek: dict[str, object] = msgspec.field(default_factory=dict)
     providers: dict[str, dict[str, object]] = msgspec.field(default_factory=dict)
+    mcp: dict[str, dict[str, object]] = msgspec.field(default_factory=dict)
     path: str | None = None
 
     def _hidden_fields(self) -> dict[str, object]:
         return {
             "deepseek": hidden_settings(self.deepseek),
             "providers": hidden_settings(self.providers),
+            "mcp": {name: _hidden_mcp(section) for name, section in self.mcp.items()},
         }
 
     def __repr__(self) -> str:
@@ -88,6 +102,15 @@ class CliConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only
 
     def __rich_repr__(self) -> list[tuple[str, object]]:
         return hidden_rich_repr(self, self._hidden_fields())
+
+
+def _hidden_mcp(section: dict[str, object]) -> object:
+    """An `[mcp.NAME]` section with its `env` shown as a count and its header values hidden."""
+    shown = hidden_settings(section)
+    env = section.get("env")
+    if isinstance(shown, dict) and env is not None:
+        shown["env"] = hidden_env(env) if isinstance(env, dict) else SECRET
+    return shown
 
 
 def default_config_path() -> Path:

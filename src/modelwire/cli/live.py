@@ -29,7 +29,7 @@ from .render import ChunkPrinter, block_text
 
 if TYPE_CHECKING:
     from ..agent import Agent
-    from ..agent.hooks import RequestErrorContext, Retry
+    from ..agent.hooks import RequestErrorContext, Retry, ToolEnd, ToolHookContext
     from ..agent.tools import Tool, ToolResultValue
     from ..vocab.json import JsonValue
 
@@ -49,6 +49,7 @@ class LiveView:
         self.console = console
         self.printer = ChunkPrinter(console)
         self.retries: list[LlmRetry] = []
+        self._shown: set[str] = set()  # tools whose results `show_tool` prints
 
     async def middleware(
         self,
@@ -65,8 +66,30 @@ class LiveView:
             self.printer.close()
 
     def install(self, agent: Agent) -> Callable[[], None]:
-        """Agent plugin hook: report each retry the downstream listeners decide."""
-        return agent.hooks.on_request_error.add(self._on_request_error)
+        """Agent plugin hook: report each retry the downstream listeners decide, and the results
+        of the tools `show_tool` does not wrap (an MCP server's)."""
+        disposers = (
+            agent.hooks.on_request_error.add(self._on_request_error),
+            agent.hooks.on_tool.add(self._on_tool),
+        )
+
+        def dispose() -> None:
+            for each in disposers:
+                each()
+
+        return dispose
+
+    async def _on_tool(
+        self, ctx: ToolHookContext, call_next: Callable[[], Awaitable[ToolEnd]]
+    ) -> None:
+        outcome = await call_next()
+        if ctx.call.name in self._shown:
+            return
+        text = " ".join(block_text(block) for block in outcome.message.content)
+        style = "red" if outcome.is_error else "cyan"
+        self.console.print(
+            Text.assemble(("← ", style), (ctx.call.name, f"bold {style}"), (f" = {text}", style))
+        )
 
     async def _on_request_error(
         self, ctx: RequestErrorContext, call_next: Callable[[], Awaitable[Retry | None]]
@@ -98,6 +121,7 @@ class LiveView:
 
         inner = tool.fn
         console = self.console
+        self._shown.add(tool.name)
 
         async def shown(args: dict[str, JsonValue]) -> ToolResultValue:
             outcome = inner(args)
