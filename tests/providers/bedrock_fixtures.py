@@ -137,10 +137,12 @@ def assemble(chunks: list[StreamChunk]) -> BlockAssembler:
 _STOP_KINDS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool-calls"}
 
 
-def check(chunks: list[StreamChunk], expected: dict[str, Any]) -> None:
-    """The chunks assemble to the recording's neutral expected form (MANIFEST, Bedrock rules)."""
+def check(chunks: list[StreamChunk], expected: dict[str, Any], kind: str | None = None) -> None:
+    """The chunks assemble to the recording's neutral expected form (MANIFEST, Bedrock rules;
+    `kind`: the finish kind when a test overrules the one the raw stop reason implies)."""
     asm = assemble(chunks)
-    kind = "error" if expected["error"] else _STOP_KINDS.get(expected["finish"], "max-tokens")
+    if kind is None:
+        kind = "error" if expected["error"] else _STOP_KINDS.get(expected["finish"], "max-tokens")
     assert asm.finish.kind == kind, asm.finish
     blocks = asm.interrupted_blocks() if kind == "error" else asm.blocks()
     assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == expected["text"]

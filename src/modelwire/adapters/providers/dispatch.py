@@ -22,6 +22,7 @@ from ...wire.http import stream_post_pieces
 from ...wire.pump import Read, StreamSource
 from ...wire.ratelimit import RateLimiter
 from ...wire.watchdog import IdleWatchdog, idle_text, ms_text
+from ..shape import refuse_free_text_tools
 from .config import ResolvedProfile
 from .context import to_context
 from .credentials import auth_headers, resolve_route_key
@@ -209,6 +210,8 @@ async def open_call(
     profile, model = _check(snapshot, options)
     effort = _effort(profile, model, options)
     spec = protocol(model.api)
+    if not spec.free_text_tools:
+        refuse_free_text_tools(options.tools, profile.route, model.api)
     key = None if profile.auth == "none" else resolve_route_key(profile, env)
     auth = auth_headers(profile, spec, key)
     model = resolve_endpoint(profile, model, env)

@@ -82,3 +82,6 @@ class WireProtocol(NamedTuple):
     ambient_ready: Callable[[Mapping[str, str]], bool] | None = None
     """For a signing protocol: whether ambient credentials resolve from this environment (a
     credentials file counts); None = judge by `ambient_env` alone."""
+    free_text_tools: bool = False
+    """The protocol sends free-text tools (`ToolSchema.free_text`, OpenAI's custom tools);
+    elsewhere such a tool is refused with UNSUPPORTED_OPTION before any I/O."""
