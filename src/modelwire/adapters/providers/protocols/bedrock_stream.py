@@ -43,7 +43,7 @@ from .common import (
     malformed_event,
 )
 
-__all__ = ["BedrockTranslator", "exception_code", "exception_text"]
+__all__ = ["BedrockTranslator", "exception_code", "exception_text", "record_exception"]
 
 
 class _ToolStart(msgspec.Struct, gc=False, rename="camel"):
@@ -167,6 +167,23 @@ def exception_text(kind: str, message: str) -> str:
     return f"{prefix}: {message}" if message else prefix
 
 
+def record_exception(record: ResponseRecord, kind: str, data: str) -> None:
+    """Fail `record` with an in-stream event-stream failure: ``exception:<type>`` (a JSON
+    ``{"message"}`` payload, or the payload itself) or ``error:<code>``."""
+    name = kind.partition(":")[2]
+    message = data
+    if kind.startswith("exception:"):
+        try:
+            exc = _DECODE_EXCEPTION(data)
+        except msgspec.DecodeError:
+            exc = None  # not JSON: the payload is the message
+        if exc is not None:
+            message = exc.message or exc.Message or data
+    record.stop_reason = "error"
+    record.error_message = exception_text(name, message.strip())
+    record.error_code = exception_code(name, message)
+
+
 def _concat_blob(first: str, more: str) -> str:
     """Two base64 pieces of one redacted blob as one (decoded, joined, re-encoded)."""
     try:
@@ -221,19 +238,7 @@ class BedrockTranslator:
         # messageStart carries nothing to translate
 
     def _exception(self, kind: str, data: str) -> None:
-        name = kind.partition(":")[2]
-        message = data
-        if kind.startswith("exception:"):
-            try:
-                exc = _DECODE_EXCEPTION(data)
-            except msgspec.DecodeError:
-                exc = None  # not JSON: the payload is the message
-            if exc is not None:
-                message = exc.message or exc.Message or data
-        record = self._record
-        record.stop_reason = "error"
-        record.error_message = exception_text(name, message.strip())
-        record.error_code = exception_code(name, message)
+        record_exception(self._record, kind, data)
         self.done = True
 
     def _start(self, ev: _Event, out: list[StreamChunk]) -> None:

@@ -67,6 +67,8 @@ _LAZY: Final = {
     "azure-openai-responses": "azure_openai",
     "azure-openai-completions": "azure_openai",
     "bedrock-converse-stream": "bedrock_converse",
+    "anthropic-bedrock": "anthropic_clouds",
+    "anthropic-vertex": "anthropic_clouds",
 }
 
 API_NAMES: Final[tuple[str, ...]] = (*_BUILT_IN, *_LAZY)
