@@ -10,7 +10,8 @@ the call). A call without an id (Gemini 2.x sends none) gets one minted from the
 its position, stable and unique within the response; an id Gemini sent is kept. Each block keeps
 the ``thoughtSignature`` of its parts byte-exact (the last non-empty one of a text or thought
 block; the one of its part for a call); empty text parts only carry a signature to the block of
-their kind they follow. Server-side parts (``executableCode``, ``codeExecutionResult``) and parts
+their kind they follow. Server-side parts (``executableCode``, ``codeExecutionResult``, Gemini 3's
+``toolCall`` / ``toolResponse``) and parts
 of kinds this translator does not know (``inlineData``, ...) are no content blocks: each closes
 the open block and is kept byte-exact in the replay envelope at its place (sent back to the same
 model); an unknown kind is reported, never an error. ``groundingMetadata`` is not content (the
@@ -58,8 +59,6 @@ class _Part(msgspec.Struct, gc=False):
     thought: bool | None = None
     thoughtSignature: str | None = None
     functionCall: _FunctionCall | None = None
-    executableCode: object = None
-    codeExecutionResult: object = None
 
 
 class _Content(msgspec.Struct, gc=False):
@@ -124,7 +123,9 @@ _DECODE: Final = msgspec.json.Decoder(_Event).decode
 _RAW: Final = msgspec.json.Decoder(_RawEvent).decode
 _KEYS: Final = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _FORMAT: Final = msgspec.json.format
-_SERVER_PARTS: Final = frozenset({"executableCode", "codeExecutionResult"})
+_SERVER_PARTS: Final = frozenset(
+    {"executableCode", "codeExecutionResult", "toolCall", "toolResponse"}
+)
 _NOT_KINDS: Final = frozenset({"thought", "thoughtSignature"})
 
 
@@ -220,14 +221,12 @@ class GoogleTranslator:
         elif part.text is not None:
             self._text(part.text, part.thought is True, part.thoughtSignature, out)
         else:
-            if part.executableCode is not None or part.codeExecutionResult is not None:
-                self._record.server_tool_loop = True  # server-side code execution: not content
             return False
         return True
 
     def _keep(self, data: str, index: int, position: int, out: list[StreamChunk]) -> None:
         """Keep part `position` of candidate `index` byte-exact (it closes the open block);
-        report its kind when it is neither code execution nor its result."""
+        report its kind when it is no server-side tool part."""
         event = _RAW(data)
         candidate = next((c for c in event.candidates or () if (c.index or 0) == index), None)
         parts = candidate.content.parts if candidate and candidate.content else None
@@ -235,7 +234,9 @@ class GoogleTranslator:
             return
         raw = bytes(parts[position])
         kinds = [k for k in _KEYS(raw) if k not in _NOT_KINDS]
-        if not kinds or kinds[0] not in _SERVER_PARTS:
+        if kinds and kinds[0] in _SERVER_PARTS:
+            self._record.server_tool_loop = True  # server-side tools ran: not content
+        else:
             self._record.note_unknown(f"part:{kinds[0] if kinds else '(empty)'}")
         self._close_open(out)
         self._record.keep(raw.decode())

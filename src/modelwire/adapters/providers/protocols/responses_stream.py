@@ -143,7 +143,9 @@ class ResponsesTranslator:
     def __init__(self, record: ResponseRecord) -> None:
         self._record = record
         self._blocks: dict[int, BlockRecord] = {}
-        self._kept: set[int] = set()  # output indexes of the items kept whole
+        # items kept whole, still awaiting their done event: output index → (blocks before the
+        # item, the item as it was added)
+        self._kept: dict[int, tuple[int, bytes]] = {}
         self.done = False  # a terminal event arrived: the response is complete, stop reading
         # reasoning items whose output_item.done lacked encrypted_content, by item id
         self._unencrypted: dict[str, BlockRecord] = {}
@@ -209,7 +211,8 @@ class ResponsesTranslator:
         if ev.output_index is None:
             return
         if kind is None:
-            self._kept.add(ev.output_index)  # kept whole when it is done
+            # kept whole once it is done (or as the terminal response lists it)
+            self._kept[ev.output_index] = (len(self._record.blocks), bytes(ev.item))
             return
         item = _ITEM(ev.item)
         record = self._record
@@ -231,8 +234,9 @@ class ResponsesTranslator:
         index = ev.output_index if ev.output_index is not None else -1
         block = self._blocks.get(index)
         if block is None:
-            if index in self._kept or ev.output_index is None:
-                self._keep(bytes(ev.item))
+            pending = self._kept.pop(index, None)
+            if pending is not None or ev.output_index is None:
+                self._keep(bytes(ev.item), pending[0] if pending is not None else None)
             return
         if block.closed:
             return
@@ -293,8 +297,9 @@ class ResponsesTranslator:
             block.arguments_delta(args, out)
         block.close(out, ToolCallBlock(block.id, block.name, args))
 
-    def _keep(self, raw: bytes) -> None:
-        """Keep an item that is no content block whole; report a type this translator lacks."""
+    def _keep(self, raw: bytes, at: int | None = None) -> None:
+        """Keep an item that is no content block whole (before block `at`, else here); report a
+        type this translator lacks."""
         record = self._record
         try:
             head = _HEAD_DECODE(raw)
@@ -303,11 +308,21 @@ class ResponsesTranslator:
             return
         if head.type not in KEPT_ITEMS:
             record.note_unknown(f"item:{head.type or '(untyped)'}")
-        record.keep(raw.decode())
+        record.keep(raw.decode(), at)
+
+    def _flush_kept(self, output: list[msgspec.Raw] | None) -> None:
+        """Keep the items added but never done: as the terminal response lists them (by output
+        index), else as they were added."""
+        for index, (at, added) in sorted(self._kept.items()):
+            final = bytes(output[index]) if output is not None and index < len(output) else added
+            self._keep(final, at)
+        self._kept.clear()
 
     def _terminal(self, kind: str, response: _Response | None) -> None:
         record = self._record
         self.done = True
+        if self._kept:
+            self._flush_kept(response.output if response is not None else None)
         if response is None:
             return
         if response.id:
@@ -366,6 +381,8 @@ class ResponsesTranslator:
 
     def end(self, out: list[StreamChunk]) -> None:
         """The stream ended: usage and finish (an error when no terminal event came)."""
+        if self.done and self._kept:  # [DONE] without a terminal event
+            self._flush_kept(None)
         end_stream(
             self._record,
             self.done,
