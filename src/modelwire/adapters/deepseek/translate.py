@@ -64,6 +64,7 @@ class _Function(msgspec.Struct, gc=False):
 class _ToolCallDelta(msgspec.Struct, gc=False):
     index: int = 0
     id: str | None = None
+    type: str | None = None
     function: _Function | None = None
 
 
@@ -303,6 +304,8 @@ class Translator:
 
     def _tool_deltas(self, calls: list[_ToolCallDelta], out: list[StreamChunk]) -> None:
         for call in calls:
+            if call.type not in (None, "function"):
+                continue  # a kind of call DeepSeek does not send: never a function call
             state = self._tools.get(call.index)
             if state is None:
                 state = _ToolState(self._next)

@@ -180,7 +180,7 @@ class GoogleTranslator:
             if content is not None and content.parts:
                 for position, part in enumerate(content.parts):
                     if not self._part(part, out):
-                        self._keep(data, candidate.index or 0, position, out)
+                        self._keep(data, candidate.index or 0, position)
             if candidate.finishReason:
                 blocked = [
                     r.category for r in candidate.safetyRatings or () if r.blocked and r.category
@@ -224,9 +224,9 @@ class GoogleTranslator:
             return False
         return True
 
-    def _keep(self, data: str, index: int, position: int, out: list[StreamChunk]) -> None:
-        """Keep part `position` of candidate `index` byte-exact (it closes the open block);
-        report its kind when it is no server-side tool part."""
+    def _keep(self, data: str, index: int, position: int) -> None:
+        """Keep part `position` of candidate `index` byte-exact, after the blocks opened so far
+        (it splits no block); report its kind when it is no server-side tool part."""
         event = _RAW(data)
         candidate = next((c for c in event.candidates or () if (c.index or 0) == index), None)
         parts = candidate.content.parts if candidate and candidate.content else None
@@ -238,7 +238,6 @@ class GoogleTranslator:
             self._record.server_tool_loop = True  # server-side tools ran: not content
         else:
             self._record.note_unknown(f"part:{kinds[0] if kinds else '(empty)'}")
-        self._close_open(out)
         self._record.keep(raw.decode())
 
     def _text(

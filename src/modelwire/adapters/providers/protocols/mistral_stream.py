@@ -53,6 +53,7 @@ class _Fn(msgspec.Struct, gc=False):
 class _ToolDelta(msgspec.Struct, gc=False):
     index: int | None = None
     id: str | None = None
+    type: str | None = None
     function: _Fn | None = None
 
 
@@ -183,10 +184,15 @@ class MistralTranslator:
         if delta is not None:
             if delta.content:
                 self._content(delta.content, out, data, choice.index or 0)
-            if delta.tool_calls:
+            calls = [c for c in delta.tool_calls or () if c.type in (None, "function")]
+            if calls:
                 self._close_current(out)
-                for call in delta.tool_calls:
+                for call in calls:
                     self._tool(call, out)
+            if delta.tool_calls and len(calls) < len(delta.tool_calls):
+                for call in delta.tool_calls:
+                    if call.type not in (None, "function"):
+                        record.note_unknown(f"tool_call:{call.type}")  # skipped, reported
         reason = choice.finish_reason
         if reason and record.stop_reason != "error":
             stop = _FINISH.get(reason, "stop")  # pi-ai: an unknown reason is a stop
@@ -243,19 +249,16 @@ class MistralTranslator:
                 if part.text:
                     self._open("text", out).text_delta(part.text, out)
             else:  # references, images, unknown types: no answer text, kept whole
-                self._keep(data, index, position, part.type, out)
+                self._keep(data, index, position, part.type)
 
-    def _keep(
-        self, data: str, index: int, position: int, kind: str | None, out: list[StreamChunk]
-    ) -> None:
+    def _keep(self, data: str, index: int, position: int, kind: str | None) -> None:
         record = self._record
         if kind not in _KEPT_CHUNKS:
             record.note_unknown(f"part:{kind or '(untyped)'}")
         for choice in _RAW(data).choices or ():
             content = choice.delta.content if choice.delta is not None else None
             if (choice.index or 0) == index and isinstance(content, list):
-                if position < len(content):
-                    self._close_current(out)
+                if position < len(content):  # after the blocks opened so far (splits none)
                     record.keep(bytes(content[position]).decode())
                 return
 
