@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -475,3 +477,20 @@ async def test_an_unusable_google_credentials_file_is_named_without_its_content(
         await _run(_vertex("http://127.0.0.1:9", env), "claude-vx", VERTEX_MODEL)
     assert info.value.code == code
     assert str(path) in info.value.message
+
+
+def test_the_readme_cloud_profiles_load_and_target_their_endpoints() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    [block] = [b for b in re.findall(r"```toml\n(.*?)```", readme, re.S) if "anthropic-vertex" in b]
+    config = tomllib.loads("\n".join(line.strip() for line in block.splitlines()))
+    env = {"GOOGLE_OAUTH_ACCESS_TOKEN": "ya29.x", "AWS_BEARER_TOKEN_BEDROCK": "k"}
+    adapter = ProvidersAdapter.from_config(config, env=env)
+    urls = {}
+    for route, profile in adapter._snapshot.profiles.items():
+        [model] = profile.models.values()
+        urls[route] = resolve_endpoint(profile, model, env).base_url
+    assert urls == {
+        "claude-vertex": "https://us-east5-aiplatform.googleapis.com/v1/projects/my-project/"
+        "locations/us-east5/publishers/anthropic/models",
+        "claude-bedrock": "https://bedrock-runtime.us-east-1.amazonaws.com",
+    }
