@@ -1,4 +1,5 @@
-"""Recorded DeepSeek streams and errors from ../shared/fixtures, served over loopback HTTP.
+"""Recorded DeepSeek streams and errors from ../shared/fixtures (and the third collection's
+DeepSeek streams, ../shared/fixtures3/deepseek-chat), served over loopback HTTP.
 
 Each `.sse` body is served whole and re-chunked at random byte boundaries (hypothesis); the
 chunks must assemble to the neutral `.expected.json` (text, reasoning, raw tool arguments,
@@ -38,11 +39,14 @@ from modelwire import (
 )
 
 STREAMS = FIXTURES / "deepseek-chat"
+STREAMS3 = FIXTURES.parent / "fixtures3" / "deepseek-chat"  # the third collection (issue 33)
 ERRORS = FIXTURES / "errors"
 
 
 def _streams() -> list[Path]:
-    return sorted(STREAMS.glob("*.sse")) if STREAMS.is_dir() else []
+    """Both collections' DeepSeek streams (the third's: DeepSeek V4 through the Charm Hyper
+    proxy; each sends its finish_reason, so no finish of these is inferred)."""
+    return [p for f in (STREAMS, STREAMS3) if f.is_dir() for p in sorted(f.glob("*.sse"))]
 
 
 def _need(folder: Path) -> None:
@@ -61,7 +65,8 @@ async def test_fixture_stream_whole_assembles_to_expected(server: Server, path: 
 
 def test_fixture_streams_present() -> None:
     _need(STREAMS)
-    assert len(_streams()) >= 8
+    _need(STREAMS3)
+    assert len(_streams()) >= 8 + 5
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, id=p.stem) for p in _streams()])

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from collection3 import COUNTS, errors
 from compat_fixtures import Loopback
+from error_categories import CATEGORY_CODES
 
 from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.adapters.providers.protocols import protocol
@@ -26,16 +27,6 @@ _API = {
     "anthropic-messages": "anthropic-messages",
     "google-generative-ai": "google-generative-ai",
     "bedrock-converse": "bedrock-converse-stream",
-}
-_CODES = {
-    "rate_limit": "RATE_LIMIT",
-    "quota": "QUOTA",
-    "context_length": "CONTEXT_WINDOW_EXCEEDED",
-    "auth": "AUTH",
-    "invalid_request": "INVALID_REQUEST",
-    "server": "SERVER",
-    "overloaded": "SERVER",
-    "not_found": "MODEL_NOT_FOUND",
 }
 CASES = [
     pytest.param(name, path, id=f"{name}/{path.name.removesuffix('.http.json')}")
@@ -51,7 +42,7 @@ def _load(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _check(failure: LlmFailure, expected: dict[str, Any]) -> None:
-    assert failure.code == _CODES[expected["category"]]
+    assert failure.code == CATEGORY_CODES[expected["category"]]
     assert (failure.code in DEFAULT_RETRYABLE_CODES) == expected["retryable"]
     assert failure.status == expected["status"]
     after = expected["retry_after_s"]

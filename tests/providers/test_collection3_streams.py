@@ -1,5 +1,5 @@
 """Every recorded stream of the third collection (`../shared/fixtures3`, all folders but
-`deepseek-chat`, which `tests/deepseek/test_deepseek_collection3.py` serves to the DeepSeek
+`deepseek-chat`, which `tests/deepseek/test_deepseek_fixtures.py` serves to the DeepSeek
 adapter) assembles to its expected result through the translator of its protocol, whole and
 re-chunked at random byte boundaries (hypothesis): bytes → framing (SSE, or the AWS event
 stream) → decode → translate → `BlockAssembler`, no HTTP.
