@@ -30,7 +30,7 @@ from .responses_items import CALL_TYPES, ITEM_KINDS, KEPT_ITEMS, QUIET_EVENTS, S
 
 __all__ = ["ResponsesTranslator"]
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
 class _Text(msgspec.Struct, gc=False):
@@ -124,7 +124,7 @@ def _ITEM(raw: msgspec.Raw | bytes) -> _Item:
     return _checked(raw, _ITEM_DECODE)
 
 
-def _checked(raw: msgspec.Raw | bytes, decode: Callable[[msgspec.Raw | bytes], T]) -> T:
+def _checked(raw: msgspec.Raw | bytes, decode: Callable[[msgspec.Raw | bytes], _T]) -> _T:
     try:
         return decode(raw)
     except msgspec.DecodeError as exc:
@@ -233,9 +233,9 @@ class ResponsesTranslator:
     def _item_done(self, ev: _Event, out: list[StreamChunk]) -> None:
         index = ev.output_index if ev.output_index is not None else -1
         block = self._blocks.get(index)
-        if block is None:
+        if block is None:  # an item kept whole (also one whose added event never came)
             pending = self._kept.pop(index, None)
-            if pending is not None or ev.output_index is None:
+            if pending is not None or ITEM_KINDS.get(_checked(ev.item, _HEAD_DECODE).type) is None:
                 self._keep(bytes(ev.item), pending[0] if pending is not None else None)
             return
         if block.closed:
