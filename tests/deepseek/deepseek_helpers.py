@@ -16,10 +16,14 @@ from modelwire import (
     BlockStart,
     Finish,
     GenerateOptions,
+    MaxTokens,
     ReasoningDelta,
+    ReplayEnvelope,
+    Stop,
     StreamChunk,
     TextDelta,
     ToolCallDelta,
+    ToolCalls,
     UsageChunk,
     user_message,
 )
@@ -208,3 +212,49 @@ HELLO = [
     text_chunk("hel"),
     text_chunk("lo", "stop", usage={"prompt_tokens": 3, "completion_tokens": 1}),
 ]
+
+
+_FINISH = {"stop": Stop, "tool_calls": ToolCalls, "length": MaxTokens}
+
+
+def check_folded(result: Folded, expected: dict[str, Any]) -> None:
+    """The folded chunks equal a recording's neutral expected form (text, reasoning, raw tool
+    arguments, finish, usage buckets; usage right before the single finish)."""
+    assert result.text == expected["text"]
+    assert result.reasoning == expected["reasoning"]
+    assert result.tool_calls == [
+        {"id": t["id"], "name": t["name"], "arguments_raw": t["arguments_raw"]}
+        for t in expected["tool_calls"]
+    ]
+    assert result.finish is not None
+    assert isinstance(result.finish.reason, _FINISH[expected["finish"]])
+    want = expected["usage"]
+    if want is None:
+        assert result.usage is None
+        return
+    assert result.usage is not None
+    got = result.usage.usage
+    assert got.input_tokens == want["input_uncached"]
+    assert (got.cache_read_tokens or 0) == (want["cache_read"] or 0)
+    assert got.cache_write_tokens == want["cache_write"]
+    assert got.output_tokens == want["output"]
+    assert got.reasoning_tokens == want["reasoning"]
+    # chunk protocol: usage right before the single terminal finish
+    assert result.kinds[-2:] == ["usage", "finish"] and result.kinds.count("finish") == 1
+
+
+def expected_of(path: Path) -> dict[str, Any]:
+    return json.loads(path.with_suffix(".expected.json").read_text())
+
+
+def recorded_response(path: Path) -> ReplayEnvelope:
+    """The replay state a recorded stream's finish must carry: its first `id` and `model`."""
+    response: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("data:") and line[5:].strip() != "[DONE]":
+            payload = json.loads(line[5:])
+            for wire, key in (("id", "response_id"), ("model", "response_model")):
+                if payload.get(wire) and key not in response:
+                    response[key] = payload[wire]
+    assert response, f"{path.name} names no response id or model"
+    return ReplayEnvelope(response)

@@ -86,8 +86,12 @@ def test_g3_04_reasoning_then_text_separate_blocks_closed_in_open_order() -> Non
         ReasoningDelta(0, "2"),
         BlockEnd(0, ReasoningBlock("r2")),
         BlockEnd(1, TextBlock("t")),
-        Finish(Stop()),
+        Finish(Stop(), INFERRED),  # no finish_reason before [DONE]: inferred, and said so
     ]
+
+
+INFERRED = ReplayEnvelope({"extras": {"finish": "inferred"}})
+"""The replay state of a finish inferred from ``[DONE]`` alone (no other response fact)."""
 
 
 def test_g3_05_no_reasoning_field_opens_only_text() -> None:
@@ -154,7 +158,15 @@ def test_g3_10_last_usage_wins() -> None:
 
 
 def test_g3_11_no_finish_reason_is_stop() -> None:
-    assert run(delta(content="x"))[-1] == Finish(Stop())
+    # issue 33: [DONE] completes the response; the finish is inferred and the log says so
+    assert run(delta(content="x"))[-1] == Finish(Stop(), INFERRED)
+
+
+def test_no_finish_reason_with_a_tool_call_is_an_inferred_tool_calls_finish() -> None:
+    call = {"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}}
+    out = run(delta(tool_calls=[call]))
+    assert out[-1] == Finish(ToolCalls(), INFERRED)
+    assert BlockEnd(0, ToolCallBlock("c1", "f", "{}")) in out
 
 
 def test_g3_12_no_usage_no_usage_chunk() -> None:
@@ -369,13 +381,15 @@ def test_a_successful_finish_names_the_response_id_and_model(finish: str, reason
 
 
 def test_a_stream_naming_its_id_late_only_its_model_or_nothing() -> None:
-    late = run(named(delta(content="a"), None), named(delta(content="b"), "r-2", None))
+    late = run(
+        named(delta(content="a"), None), named(delta(content="b", finish="stop"), "r-2", None)
+    )
     assert late[-1] == Finish(
         Stop(), ReplayEnvelope({"response_id": "r-2", "response_model": "m-1"})
     )
-    only_model = run(named(delta(content="a"), None))
+    only_model = run(named(delta(content="a", finish="stop"), None))
     assert only_model[-1] == Finish(Stop(), ReplayEnvelope({"response_model": "m-1"}))
-    assert run(delta(content="a"))[-1] == Finish(Stop())  # replay_state None
+    assert run(delta(content="a", finish="stop"))[-1] == Finish(Stop())  # replay_state None
 
 
 def test_an_error_finish_carries_no_replay_state() -> None:

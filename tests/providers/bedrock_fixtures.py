@@ -3,13 +3,18 @@ translator driven over the event-stream framer, events encoded by hand, and the 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 import pytest
+from aiohttp import web
+from providers_fixtures import start_site
 
 from modelwire.adapters.providers.compat import NO_SWITCHES, CompatSwitches
 from modelwire.adapters.providers.materialize import ModelDescriptor
@@ -137,10 +142,12 @@ def assemble(chunks: list[StreamChunk]) -> BlockAssembler:
 _STOP_KINDS = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool-calls"}
 
 
-def check(chunks: list[StreamChunk], expected: dict[str, Any]) -> None:
-    """The chunks assemble to the recording's neutral expected form (MANIFEST, Bedrock rules)."""
+def check(chunks: list[StreamChunk], expected: dict[str, Any], kind: str | None = None) -> None:
+    """The chunks assemble to the recording's neutral expected form (MANIFEST, Bedrock rules;
+    `kind`: the finish kind when a test overrules the one the raw stop reason implies)."""
     asm = assemble(chunks)
-    kind = "error" if expected["error"] else _STOP_KINDS.get(expected["finish"], "max-tokens")
+    if kind is None:
+        kind = "error" if expected["error"] else _STOP_KINDS.get(expected["finish"], "max-tokens")
     assert asm.finish.kind == kind, asm.finish
     blocks = asm.interrupted_blocks() if kind == "error" else asm.blocks()
     assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == expected["text"]
@@ -180,3 +187,69 @@ def check(chunks: list[StreamChunk], expected: dict[str, Any]) -> None:
         if e["type"] == "reasoning" and not e.get("redacted") and "thinking_signature" in e
     ]
     assert signatures == expected["extras"].get("reasoning_signatures", [])
+
+
+SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
+"""The secret access key the SigV4 tests sign with (AWS's documentation example)."""
+
+
+class Bedrock:
+    """A loopback stand-in for bedrock-runtime: replays one body, records the raw requests."""
+
+    def __init__(self, body: bytes, *, status: int = 200, headers: dict[str, str] | None = None):
+        self.body = body
+        self.status = status
+        self.headers = headers or {}
+        self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        self.url = ""
+        self._runner: web.AppRunner | None = None
+
+    async def __aenter__(self) -> Bedrock:
+        async def handle(request: web.Request) -> web.StreamResponse:
+            raw = await request.read()
+            seen = {k.lower(): v for k, v in request.headers.items()}
+            self.requests.append((request.raw_path, seen, raw))
+            if self.status != 200:
+                return web.Response(status=self.status, body=self.body, headers=self.headers)
+            response = web.StreamResponse(
+                headers={"Content-Type": "application/vnd.amazon.eventstream"}
+            )
+            await response.prepare(request)
+            for i in range(0, len(self.body), 613):
+                await response.write(self.body[i : i + 613])
+            await response.write_eof()
+            return response
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", handle)
+        self._runner, self.url = await start_site(app)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+
+def signature_valid(raw_path: str, headers: dict[str, str], body: bytes) -> bool:
+    """The service-side SigV4 check, over the path and headers exactly as received."""
+    auth = headers["authorization"]
+    scope = auth.split("Credential=")[1].split(",")[0].split("/", 1)[1]
+    signed = auth.split("SignedHeaders=")[1].split(",")[0]
+    payload = hashlib.sha256(body).hexdigest()
+    canonical = "\n".join(
+        [
+            "POST",
+            quote(raw_path, safe="/~"),
+            "",
+            "".join(f"{n}:{' '.join(headers[n].split())}\n" for n in signed.split(";")),
+            signed,
+            payload,
+        ]
+    )
+    digest = hashlib.sha256(canonical.encode()).hexdigest()
+    to_sign = f"AWS4-HMAC-SHA256\n{headers['x-amz-date']}\n{scope}\n{digest}"
+    key = ("AWS4" + SECRET).encode()
+    for part in scope.split("/"):
+        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+    expected = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    return headers["x-amz-content-sha256"] == payload and auth.endswith(f"Signature={expected}")

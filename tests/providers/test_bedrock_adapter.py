@@ -4,63 +4,30 @@ received checked (URL, headers, body, bearer token or SigV4 signature)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import pytest
-from aiohttp import web
-from bedrock_fixtures import assemble, check, event, load, stream_cases
-from providers_fixtures import start_site
+from bedrock_fixtures import (
+    SECRET,
+    Bedrock,
+    assemble,
+    check,
+    event,
+    load,
+    signature_valid,
+    stream_cases,
+)
 
 from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.errors import LlmError
 from modelwire.vocab import GenerateOptions, OutputSchema, StreamChunk, user_message
 
-SECRET = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
 MODEL = "us.amazon.nova-micro-v1:0"
 CASES = stream_cases()
 NOVA_TEXT = next(c.values[0] for c in CASES if c.id == "pydantic-nova-micro-text")
-
-
-class Bedrock:
-    """A loopback stand-in for bedrock-runtime: replays one body, records the raw requests."""
-
-    def __init__(self, body: bytes, *, status: int = 200, headers: dict[str, str] | None = None):
-        self.body = body
-        self.status = status
-        self.headers = headers or {}
-        self.requests: list[tuple[str, dict[str, str], bytes]] = []
-        self.url = ""
-        self._runner: web.AppRunner | None = None
-
-    async def __aenter__(self) -> Bedrock:
-        async def handle(request: web.Request) -> web.StreamResponse:
-            raw = await request.read()
-            seen = {k.lower(): v for k, v in request.headers.items()}
-            self.requests.append((request.raw_path, seen, raw))
-            if self.status != 200:
-                return web.Response(status=self.status, body=self.body, headers=self.headers)
-            response = web.StreamResponse(
-                headers={"Content-Type": "application/vnd.amazon.eventstream"}
-            )
-            await response.prepare(request)
-            for i in range(0, len(self.body), 613):
-                await response.write(self.body[i : i + 613])
-            await response.write_eof()
-            return response
-
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", handle)
-        self._runner, self.url = await start_site(app)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._runner is not None
-        await self._runner.cleanup()
 
 
 def _adapter(url: str, env: dict[str, str], **route: Any) -> ProvidersAdapter:
@@ -150,31 +117,6 @@ async def test_throttling_error_type_header_is_a_rate_limit_through_the_adapter(
     assert err.value.code == "RATE_LIMIT"
 
 
-def _signature_valid(raw_path: str, headers: dict[str, str], body: bytes) -> bool:
-    """The service-side SigV4 check, over the path and headers exactly as received."""
-    auth = headers["authorization"]
-    scope = auth.split("Credential=")[1].split(",")[0].split("/", 1)[1]
-    signed = auth.split("SignedHeaders=")[1].split(",")[0]
-    payload = hashlib.sha256(body).hexdigest()
-    canonical = "\n".join(
-        [
-            "POST",
-            quote(raw_path, safe="/~"),
-            "",
-            "".join(f"{n}:{' '.join(headers[n].split())}\n" for n in signed.split(";")),
-            signed,
-            payload,
-        ]
-    )
-    digest = hashlib.sha256(canonical.encode()).hexdigest()
-    to_sign = f"AWS4-HMAC-SHA256\n{headers['x-amz-date']}\n{scope}\n{digest}"
-    key = ("AWS4" + SECRET).encode()
-    for part in scope.split("/"):
-        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-    expected = hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-    return headers["x-amz-content-sha256"] == payload and auth.endswith(f"Signature={expected}")
-
-
 async def test_access_keys_sign_the_request_with_sigv4_for_the_route_region() -> None:
     body, _ = load(NOVA_TEXT)
     env = {
@@ -204,7 +146,7 @@ async def test_sigv4_signature_verifies_against_the_path_the_server_received() -
         await _run(_adapter(server.url, env, region="us-east-1"))
     raw_path, headers, sent = server.requests[0]
     assert raw_path == "/model/us.amazon.nova-micro-v1%3A0/converse-stream"
-    assert _signature_valid(raw_path, headers, sent)
+    assert signature_valid(raw_path, headers, sent)
 
 
 async def test_native_structured_output_goes_as_text_format_and_streams_as_text() -> None:

@@ -8,6 +8,7 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
+from error_categories import CATEGORY_CODES
 
 from modelwire.errors import DEFAULT_RETRYABLE_CODES
 from modelwire.wire.status import (
@@ -127,18 +128,6 @@ def _error_fixtures() -> list[Path]:
     return sorted(folder.glob("*.http.json")) if folder.is_dir() else []
 
 
-_CATEGORY_CODE = {
-    "rate_limit": "RATE_LIMIT",
-    "quota": "QUOTA",
-    "context_length": "CONTEXT_WINDOW_EXCEEDED",
-    "auth": "AUTH",
-    "invalid_request": "INVALID_REQUEST",
-    "server": "SERVER",
-    "overloaded": "SERVER",
-    "not_found": "MODEL_NOT_FOUND",
-}
-
-
 @pytest.mark.parametrize(
     "path", [pytest.param(p, id=p.name.removesuffix(".http.json")) for p in _error_fixtures()]
 )
@@ -155,7 +144,7 @@ def test_fixture_error_maps_to_its_category_with_status_retry_after_and_request_
     failure = failure_for_status(
         http["status"], http["body"], http["headers"], provider="Provider"
     ).failure
-    assert failure.code == _CATEGORY_CODE[expected["category"]]
+    assert failure.code == CATEGORY_CODES[expected["category"]]
     assert (failure.code in DEFAULT_RETRYABLE_CODES) == expected["retryable"]
     assert failure.status == expected["status"]
     want_after = expected["retry_after_s"]
@@ -185,7 +174,7 @@ def test_fixture_deepseek_error_maps_to_category_code(path: Path) -> None:
     )
     err = failure_for_status(http["status"], http["body"], http["headers"], provider="DeepSeek")
     category = expected["category"]
-    want = _CATEGORY_CODE.get(category, f"HTTP_{http['status']}")
+    want = CATEGORY_CODES.get(category, f"HTTP_{http['status']}")
     assert err.code == want
     assert err.failure.status == http["status"]
     assert expected["error"]["message"] in err.message

@@ -1,5 +1,6 @@
 """What every adapter shares to express the answer's shape: the schema instruction for routes
-that cannot take a schema natively, and `provider_options` merged into a request body.
+that cannot take a schema natively, `provider_options` merged into a request body, and the
+refusal of free-text tools where the wire has none.
 
 `provider_options` are extra top-level body fields for one call (OpenAI's `extra_body` idea).
 They are appended after the fields the adapter writes; a key the adapter writes itself (whether
@@ -15,10 +16,10 @@ from typing import Final
 import msgspec
 
 from ..errors import ErrorCode, LlmError
-from ..vocab import OutputSchema
+from ..vocab import OutputSchema, ToolSchema
 from ..vocab.json import JsonValue, thaw_json
 
-__all__ = ["merge_provider_options", "schema_instruction"]
+__all__ = ["merge_provider_options", "refuse_free_text_tools", "schema_instruction"]
 
 _ENCODE: Final = msgspec.json.encode
 
@@ -51,3 +52,15 @@ def merge_provider_options(
     if body == b"{}":
         return tail
     return body[:-1] + b"," + tail[1:]
+
+
+def refuse_free_text_tools(tools: Iterable[ToolSchema] | None, route: str, api: str) -> None:
+    """`UNSUPPORTED_OPTION` naming the first free-text tool, for a protocol without them (only
+    OpenAI's Chat Completions and Responses take free-text, "custom", tools)."""
+    for schema in tools or ():
+        if schema.free_text is not None:
+            raise LlmError(
+                f'route "{route}" ({api}) cannot send tool "{schema.name}": it takes free text, '
+                "and only OpenAI Chat Completions and Responses have free-text (custom) tools",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )

@@ -28,7 +28,7 @@ from ..vocab.json import JsonValue
 from .context import RunContext
 from .docstrings import parse_docstring
 
-__all__ = ["TOOL_NAME", "ArgsError", "Signature", "inline_schema", "signature_of"]
+__all__ = ["TOOL_NAME", "ArgsError", "Signature", "inline_schema", "signature_of", "text_parameter"]
 
 TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What every provider accepts as a tool name."""
@@ -155,3 +155,17 @@ def signature_of(fn: Callable[..., object], tool: str) -> Signature:
     except (TypeError, ValueError) as exc:
         raise _refuse(tool, f"parameters cannot be expressed as JSON Schema: {exc}", exc) from exc
     return Signature(doc.description, schema, decoder, tuple(positional), tuple(keywords), context)
+
+
+def text_parameter(sig: Signature, tool: str) -> str:
+    """The one `str` parameter a free-text function takes (`INVALID_CONFIG` otherwise)."""
+    names = (*sig.positional, *sig.keywords)
+    properties = sig.schema.get("properties")
+    kind = properties.get(names[0]) if len(names) == 1 and isinstance(properties, dict) else None
+    if not (isinstance(kind, dict) and kind.get("type") == "string"):
+        raise HarnessError(
+            f"tool {tool!r}: a free-text tool's function takes exactly one str parameter "
+            "(and optionally a RunContext)",
+            ErrorCode.INVALID_CONFIG,
+        )
+    return names[0]

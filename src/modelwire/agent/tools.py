@@ -20,8 +20,10 @@ import msgspec
 from ..errors import ErrorCode, HarnessError
 from ..vocab import (
     ContentBlock,
+    FreeText,
     ImageBlock,
     Message,
+    ProviderTool,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
@@ -32,7 +34,7 @@ from ..vocab import (
 )
 from ..vocab.json import JsonValue
 from .context import RunContext
-from .signature import TOOL_NAME, ArgsError, Signature, signature_of
+from .signature import TOOL_NAME, ArgsError, Signature, signature_of, text_parameter
 from .wait import Sleep
 
 __all__ = ["Tool", "ToolFn", "ToolOutcome", "ToolResultValue", "run_tool_call", "tool"]
@@ -45,6 +47,7 @@ ToolFn: TypeAlias = Callable[[dict[str, JsonValue]], ToolResultValue | Awaitable
 """A hand-written tool implementation: receives the parsed argument object; sync or async."""
 
 _BLOCK_TYPES = (TextBlock, ReasoningBlock, ImageBlock, ToolCallBlock, ToolResultBlock)
+_PROVIDER_TOOLS = ("apply_patch", "local_shell")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +61,16 @@ class Tool:
     `TOOL_INTERRUPTED`. `signature` is set by `from_function` and decides how `fn` is called.
     `server` (keyword) names the MCP server whose tool this is (None: the agent's own); its
     `tool/call` and `tool/result` events carry it.
+
+    `free_text` (keyword, a `FreeText`) makes it a free-text tool: the model writes raw text
+    (optionally in a grammar) instead of JSON arguments, and `fn` receives that text (a typed
+    function: as its one `str` parameter). Only OpenAI's Chat Completions and Responses send such
+    tools (OpenAI "custom" tools); other routes refuse them with UNSUPPORTED_OPTION.
+    `provider_tool` (keyword, ``"apply_patch"`` or ``"local_shell"``) makes it the provider's
+    client tool of that name (the tool must carry the same name): on OpenAI Responses it is sent
+    as that built-in tool and its calls (`apply_patch_call`, `local_shell_call`) reach `fn` with
+    the operation's or action's fields as arguments; elsewhere it is the plain function
+    `parameters_json_schema` describes.
     """
 
     name: str
@@ -68,6 +81,8 @@ class Tool:
     signature: Signature | None = field(default=None, compare=False, repr=False)
     idempotent: bool = field(default=False, kw_only=True)
     server: str | None = field(default=None, kw_only=True)
+    free_text: FreeText | None = field(default=None, kw_only=True)
+    provider_tool: ProviderTool | None = field(default=None, kw_only=True)
 
     @property
     def parameters(self) -> Mapping[str, JsonValue]:
@@ -100,6 +115,31 @@ class Tool:
                 f"tool {self.name!r}: idempotent must be True or False, got {self.idempotent!r}",
                 ErrorCode.INVALID_CONFIG,
             )
+        self._check_kind()
+
+    def _check_kind(self) -> None:
+        """`free_text` and `provider_tool`: right types, not both, a provider tool's name."""
+        if self.free_text is not None and not isinstance(self.free_text, FreeText):
+            raise HarnessError(
+                f"tool {self.name!r}: free_text must be a modelwire.FreeText, got "
+                f"{type(self.free_text).__name__}",
+                ErrorCode.INVALID_CONFIG,
+            )
+        kind = self.provider_tool
+        if kind is None:
+            return
+        if kind not in _PROVIDER_TOOLS:
+            raise HarnessError(
+                f"tool {self.name!r}: provider_tool must be one of {', '.join(_PROVIDER_TOOLS)}, "
+                f"got {kind!r}",
+                ErrorCode.INVALID_CONFIG,
+            )
+        if self.name != kind or self.free_text is not None:
+            raise HarnessError(
+                f"tool {self.name!r}: the {kind} provider tool must be named {kind!r} and take "
+                "JSON arguments (no free_text)",
+                ErrorCode.INVALID_CONFIG,
+            )
 
     @classmethod
     def from_function(
@@ -110,12 +150,16 @@ class Tool:
         *,
         idempotent: bool = False,
         timeout_ms: float | None = None,
+        free_text: FreeText | None = None,
+        provider_tool: ProviderTool | None = None,
     ) -> Tool:
         """A tool from a typed function (sync or async): name from `fn.__name__`, description
         and parameter texts from its docstring, parameters schema from its type hints.
 
         `idempotent=True`: safe to run twice: a turn resumed after its process died runs an
         unanswered call of this tool again instead of answering it `TOOL_INTERRUPTED`.
+        `free_text` / `provider_tool`: see `Tool` (a free-text function takes exactly one
+        `str` parameter, besides an optional `RunContext`).
 
         An unannotated parameter, a type without a JSON Schema, `*args`/`**kwargs` or a name
         providers refuse is `INVALID_CONFIG` naming it.
@@ -128,6 +172,8 @@ class Tool:
                 ErrorCode.INVALID_CONFIG,
             )
         sig = signature_of(fn, tool_name)
+        if free_text is not None:
+            text_parameter(sig, tool_name)
         text = description if description is not None else sig.description
         return cls(
             tool_name,
@@ -136,6 +182,8 @@ class Tool:
             fn,
             timeout_ms=timeout_ms,
             signature=sig,
+            free_text=free_text,
+            provider_tool=provider_tool,
             idempotent=idempotent,
         )
 
@@ -146,7 +194,13 @@ class Tool:
     @property
     def schema(self) -> ToolSchema:
         """The provider-neutral schema sent with requests (parameters deep-frozen)."""
-        return ToolSchema(self.name, self.description, freeze_json(self.parameters_json_schema))
+        return ToolSchema(
+            self.name,
+            self.description,
+            freeze_json(self.parameters_json_schema),
+            free_text=self.free_text,
+            provider_tool=self.provider_tool,
+        )
 
 
 @overload
@@ -158,6 +212,8 @@ def tool(
     description: str | None = None,
     idempotent: bool = False,
     timeout_ms: float | None = None,
+    free_text: FreeText | None = None,
+    provider_tool: ProviderTool | None = None,
 ) -> Callable[[Callable[..., object]], Tool]: ...
 def tool(
     fn: Callable[..., object] | None = None,
@@ -167,15 +223,24 @@ def tool(
     description: str | None = None,
     idempotent: bool = False,
     timeout_ms: float | None = None,
+    free_text: FreeText | None = None,
+    provider_tool: ProviderTool | None = None,
 ) -> Tool | Callable[[Callable[..., object]], Tool]:
-    """Decorator: `@tool` or `@tool(name=..., description=..., idempotent=..., timeout_ms=...)`
-    makes a typed function a `Tool` (see `Tool.from_function`). `idempotent=True`: safe to run
-    twice: a turn resumed after its process died runs an unanswered call of this tool again
-    instead of answering it `TOOL_INTERRUPTED`."""
+    """Decorator: `@tool` or `@tool(name=..., description=..., idempotent=..., timeout_ms=...,
+    free_text=..., provider_tool=...)` makes a typed function a `Tool` (see
+    `Tool.from_function`). `idempotent=True`: safe to run twice: a turn resumed after its
+    process died runs an unanswered call of this tool again instead of answering it
+    `TOOL_INTERRUPTED`."""
 
     def decorate(inner: Callable[..., object]) -> Tool:
         return Tool.from_function(
-            inner, name, description, idempotent=idempotent, timeout_ms=timeout_ms
+            inner,
+            name,
+            description,
+            idempotent=idempotent,
+            timeout_ms=timeout_ms,
+            free_text=free_text,
+            provider_tool=provider_tool,
         )
 
     if fn is not None:
@@ -224,6 +289,12 @@ def _invocation(
 ) -> Callable[[], object] | ToolOutcome:
     """What calling `tool` for `call` means, or the error outcome of arguments it refuses."""
     sig = tool.signature
+    if tool.free_text is not None:  # the raw text is the input, never parsed
+        if sig is None:
+            return lambda: tool.fn(call.arguments)
+        raw = msgspec.json.encode({text_parameter(sig, tool.name): call.arguments})
+        args, kwargs = sig.bind(raw.decode(), context)
+        return lambda: tool.fn(*args, **kwargs)
     if sig is not None:
         try:
             args, kwargs = sig.bind(call.arguments, context)

@@ -14,8 +14,10 @@ from .messages import Message
 __all__ = [
     "AdapterDefaults",
     "CallConfig",
+    "FreeText",
     "GenerateOptions",
     "OutputSchema",
+    "ProviderTool",
     "Purpose",
     "ToolChoice",
     "ToolChoiceTool",
@@ -28,12 +30,32 @@ Purpose: TypeAlias = Literal["compaction", "session-title"]
 """Classifies auxiliary calls; unset for ordinary conversation requests."""
 
 
-class ToolSchema(msgspec.Struct, frozen=True):
-    """A tool the model may call: name, description and a JSON Schema object for its parameters."""
+class FreeText(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """A tool whose input is free text instead of JSON arguments (OpenAI's custom tools): its
+    calls carry the model's raw text as `ToolCallBlock.arguments`. `grammar` constrains that text
+    (its `syntax` is ``lark`` or ``regex``); None leaves it unconstrained."""
+
+    grammar: str | None = None
+    syntax: Literal["lark", "regex"] = "lark"
+
+
+ProviderTool: TypeAlias = Literal["apply_patch", "local_shell"]
+"""A client tool a provider defines itself (OpenAI Responses ``apply_patch``, ``local_shell``):
+the user implements it; elsewhere it is sent as the plain function it describes."""
+
+
+class ToolSchema(msgspec.Struct, frozen=True, omit_defaults=True):
+    """A tool the model may call: name, description and a JSON Schema object for its parameters.
+
+    `free_text` makes it a free-text tool (its calls carry raw text, see `FreeText`);
+    `provider_tool` names the provider-defined client tool it implements (its calls carry that
+    tool's JSON: the patch operation, the shell action)."""
 
     name: str
     description: str
     parameters: JsonValue
+    free_text: FreeText | None = None
+    provider_tool: ProviderTool | None = None
 
     def __post_init__(self) -> None:
         msgspec.structs.force_setattr(self, "parameters", freeze_json(self.parameters))

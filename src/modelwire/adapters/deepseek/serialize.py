@@ -24,7 +24,7 @@ from ...vocab import (
     ToolResultBlock,
     message_has_image,
 )
-from ..shape import merge_provider_options, schema_instruction
+from ..shape import merge_provider_options, refuse_free_text_tools, schema_instruction
 from .models import EFFORTS, DeepSeekConfig, ReasoningPassback
 
 __all__ = ["NO_OUTPUT", "build_body", "has_image", "serialize_messages", "thinking_fields"]
@@ -249,6 +249,7 @@ def build_body(options: GenerateOptions, config: DeepSeekConfig) -> bytes:
         instruction = schema_instruction(options.output)
         system = f"{options.system}\n\n{instruction}" if options.system else instruction
         options = msgspec.structs.replace(options, system=system)
+    refuse_free_text_tools(options.tools, options.provider, "deepseek")
     messages = serialize_messages(options, config.reasoning_passback)
     thinking, effort = thinking_fields(options, config)
     tools = (

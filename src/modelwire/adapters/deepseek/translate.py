@@ -3,7 +3,9 @@
 Payloads are decoded with a typed `msgspec` decoder into the small structs below (unknown fields
 skipped, nothing built as dicts). Block indices are assigned in first-open order across kinds; the
 literal ``[DONE]`` closes every open block, then emits usage, then the finish. A payload carrying an
-``error`` object ends the stream at once with an error finish.
+``error`` object ends the stream at once with an error finish. ``[DONE]`` completes the response
+even when no ``finish_reason`` came: the finish is then inferred (tool calls → tool-calls, else
+stop) and the replay envelope says so (``extras: {"finish": "inferred"}``).
 
 A successful finish (stop, tool calls, max tokens) carries a `ReplayEnvelope` whose response
 names the stream's ``id`` and ``model`` (first reported wins) as ``response_id`` /
@@ -62,6 +64,7 @@ class _Function(msgspec.Struct, gc=False):
 class _ToolCallDelta(msgspec.Struct, gc=False):
     index: int = 0
     id: str | None = None
+    type: str | None = None
     function: _Function | None = None
 
 
@@ -301,6 +304,8 @@ class Translator:
 
     def _tool_deltas(self, calls: list[_ToolCallDelta], out: list[StreamChunk]) -> None:
         for call in calls:
+            if call.type not in (None, "function"):
+                continue  # a kind of call DeepSeek does not send: never a function call
             state = self._tools.get(call.index)
             if state is None:
                 state = _ToolState(self._next)
@@ -330,17 +335,24 @@ class Translator:
             out.append(BlockEnd(index, block))
         if self.usage is not None:
             out.append(UsageChunk(self.usage))
-        reason = self.finish or _STOP
+        reason = self.finish
+        inferred = reason is None
+        if reason is None:
+            reason = _TOOL_CALLS if self._tools else _STOP
         if isinstance(reason, Stop) and not self._order:
             reason = Error(LlmFailure(EMPTY_RESPONSE_MESSAGE, ErrorCode.EMPTY_RESPONSE))
-        out.append(Finish(reason, None if isinstance(reason, Error) else self._envelope()))
+        envelope = None if isinstance(reason, Error) else self._envelope(inferred)
+        out.append(Finish(reason, envelope))
         self.done = True
 
-    def _envelope(self) -> ReplayEnvelope | None:
-        """The response's id and model as replay state (None when the stream named neither)."""
+    def _envelope(self, inferred: bool) -> ReplayEnvelope | None:
+        """The response's id and model as replay state (None when the stream named neither),
+        and whether the finish was inferred."""
         response: dict[str, object] = {}
         if self._response_id is not None:
             response["response_id"] = self._response_id
         if self._response_model is not None:
             response["response_model"] = self._response_model
+        if inferred:
+            response["extras"] = {"finish": "inferred"}
         return ReplayEnvelope(response) if response else None

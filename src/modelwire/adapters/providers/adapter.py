@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 
@@ -59,8 +60,10 @@ class ProvidersAdapter(LlmAdapter):
         read_image: ImageLoader | None = None,
         on_replay_degrade: ReplayDegrade | None = None,
         rate_limiter: RateLimiter | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.rate_limiter = RateLimiter() if rate_limiter is None else rate_limiter
+        self._clock = clock  # epoch seconds: request signatures and credential expiry
         self._snapshot = Snapshot(profiles)
         self._env = env
         self._read_image = read_image
@@ -80,13 +83,16 @@ class ProvidersAdapter(LlmAdapter):
         read_image: ImageLoader | None = None,
         on_replay_degrade: ReplayDegrade | None = None,
         rate_limiter: RateLimiter | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> ProvidersAdapter:
-        """Validate `config` fully (raises `INVALID_CONFIG` naming route and field) and build."""
+        """Validate `config` fully (raises `INVALID_CONFIG` naming route and field) and build
+        (`clock`: epoch seconds for request signatures and the expiry of minted tokens)."""
         return cls(
             resolve_profiles(config),
             env=env,
             read_image=read_image,
             on_replay_degrade=on_replay_degrade,
+            clock=clock,
             rate_limiter=rate_limiter,
         )
 
@@ -304,6 +310,7 @@ class ProvidersAdapter(LlmAdapter):
             env=os.environ if self._env is None else self._env,
             load_image=self._read_image,
             on_degrade=self._on_degrade,
+            clock=self._clock,
             limiter=self.rate_limiter,
         )
 

@@ -32,15 +32,19 @@ from .protocols.request import BuiltRequest
 from .protocols.spec import AuthContext
 
 __all__ = [
+    "AMBIENT_ENV",
     "BEARER_ENV",
     "AwsKeys",
     "authorize",
+    "aws_ambient_ready",
     "bedrock_bearer",
     "resolve_keys",
     "resolve_region",
 ]
 
 BEARER_ENV: Final = "AWS_BEARER_TOKEN_BEDROCK"
+AMBIENT_ENV: Final = (BEARER_ENV, "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE")
+"""Variables any one of which means ambient AWS credentials may exist."""
 SERVICE: Final = "bedrock"
 _ENDPOINT: Final = re.compile(
     r"^bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?$", re.IGNORECASE
@@ -150,6 +154,17 @@ def resolve_keys(route: str, env: Mapping[str, str]) -> AwsKeys:
         f"{where} (AWS_SHARED_CREDENTIALS_FILE and AWS_PROFILE choose file and profile)",
         ErrorCode.MISSING_CREDENTIAL,
     )
+
+
+def aws_ambient_ready(env: Mapping[str, str]) -> bool:
+    """A bearer token, or access keys from the environment or the shared credentials file."""
+    if bedrock_bearer(env) is not None:
+        return True
+    try:
+        resolve_keys("amazon-bedrock", env)
+    except LlmError:
+        return False
+    return True
 
 
 def resolve_region(route: str, region: str | None, env: Mapping[str, str], url: str) -> str:

@@ -58,6 +58,8 @@ PROTOCOLS: Final[tuple[str, ...]] = (
     "azure-openai-responses",
     "azure-openai-completions",
     "bedrock-converse-stream",
+    "anthropic-bedrock",
+    "anthropic-vertex",
 )
 """The protocols a route may name (`api`); `protocols.registry` serves each."""
 
@@ -73,7 +75,7 @@ THINKING_FORMATS: Final[tuple[str, ...]] = get_args(ThinkingFormat)
 _C0 = "openai-completions"
 _C = (_C0, "azure-openai-completions")  # Azure chat wraps the Chat Completions builder
 _R = "openai-responses"
-_A = "anthropic-messages"
+_A = ("anthropic-messages", "anthropic-bedrock", "anthropic-vertex")  # one Messages builder
 # Catalog-only protocols that share a compat type (reached only through catalog data).
 _R3 = (_R, "azure-openai-responses", "openai-codex-responses")
 
@@ -91,13 +93,13 @@ SWITCH_PROTOCOLS: Final[dict[str, tuple[str, ...]]] = {
     "chat_template_kwargs": _C,
     "supports_strict_mode": (*_C, *_R3, "bedrock-converse-stream"),
     "cache_control_format": _C,
-    "supports_long_cache_retention": (*_C, *_R3, _A),
-    "supports_eager_tool_input_streaming": (_A,),
-    "supports_cache_control_on_tools": (_A,),
-    "supports_temperature": (_A,),
-    "force_adaptive_thinking": (_A,),
-    "allow_empty_signature": (_A,),
-    "supports_strict_tools": (_A,),
+    "supports_long_cache_retention": (*_C, *_R3, *_A),
+    "supports_eager_tool_input_streaming": _A,
+    "supports_cache_control_on_tools": _A,
+    "supports_temperature": _A,
+    "force_adaptive_thinking": _A,
+    "allow_empty_signature": _A,
+    "supports_strict_tools": _A,
 }
 """Every configurable switch and the protocols whose compat type declares it."""
 

@@ -67,6 +67,7 @@ _FIELDS: Final = frozenset(
         "auth",
         "transport",
         "region",
+        "project",
         "api_version",
         "account_id",
         "gateway_id",
@@ -112,6 +113,8 @@ class ResolvedProfile(msgspec.Struct, frozen=True, kw_only=True):
     retry_policy: RetryPolicy
     models: Mapping[str, ModelDescriptor]
     rate_limits: RouteLimits = msgspec.field(default_factory=RouteLimits)
+    project: str | None = None
+    """The Google Cloud project of a Vertex AI route (None = from the environment)."""
 
     def __repr__(self) -> str:
         return hidden_repr(self, {"headers": hidden_headers(self.headers)})
@@ -274,7 +277,9 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
                 f'sets transport "websocket" (providers.{route}.transport), which only '
                 f"{' and '.join(_WEBSOCKET_APIS)} speak; this route also serves {', '.join(other)}",
             )
-    segments = {k: _string(route, raw, k) for k in ("region", "account_id", "gateway_id")}
+    segments = {
+        k: _string(route, raw, k) for k in ("region", "project", "account_id", "gateway_id")
+    }
     for key, value in segments.items():
         if value is not None and not _SEGMENT.match(value):
             raise _fail(route, f"providers.{route}.{key} must be 1-128 of [A-Za-z0-9._-]")
@@ -312,6 +317,7 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
         retry_policy=policy,
         models=MappingProxyType(models),
         rate_limits=limits,
+        project=segments["project"],
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final, TypeAlias
 
 import msgspec
@@ -38,9 +38,12 @@ __all__ = [
     "NToolCall",
     "NToolResult",
     "NUser",
+    "call_types",
+    "foreign_assistant",
     "parse_arguments",
     "strip_surrogates",
     "to_context",
+    "tool_call",
 ]
 
 FOREIGN_API: Final = "dsh-foreign"
@@ -63,12 +66,20 @@ class NThinking(msgspec.Struct, frozen=True):
 
 
 class NToolCall(msgspec.Struct, frozen=True):
-    """A tool call: id, name, parsed arguments object and an optional thought signature."""
+    """A tool call: id, name, parsed arguments object and an optional thought signature.
+
+    A call of a tool that is not a plain JSON function has a `call_type`: ``custom`` (a
+    free-text tool: `input` is its raw text), ``apply_patch`` or ``local_shell`` (the provider's
+    client tools); `item` is the provider's whole item as it came (raw JSON), sent back as is to
+    the same model."""
 
     id: str
     name: str
     arguments: dict[str, object]  # the parsed JSON object, re-encoded as is
     thought_signature: str | None = None
+    call_type: str | None = None
+    input: str | None = None
+    item: str | None = None
 
 
 class NImage(msgspec.Struct, frozen=True):
@@ -85,9 +96,12 @@ class NUser(msgspec.Struct, frozen=True):
 
 
 class NAssistant(msgspec.Struct, frozen=True, kw_only=True):
-    """An assistant message and the (api, provider, model) that produced it."""
+    """An assistant message and the (api, provider, model) that produced it; `opaque` holds the
+    parts it kept whole (server-tool blocks, unknown items: their raw JSON), each with the index
+    of the content part it precedes (``len(content)``: after the last one)."""
 
     content: tuple[NText | NThinking | NToolCall, ...]
+    opaque: tuple[tuple[int, str], ...] = ()
     api: str
     provider: str
     model: str
@@ -141,8 +155,31 @@ Restorer: TypeAlias = Callable[[Message, ModelSource], NAssistant]
 """Rebuilds an assistant message from its replay state (or degrades it to foreign)."""
 
 
-def foreign_assistant(message: Message) -> NAssistant:
-    """Convert an assistant message without trusted replay state (`api: dsh-foreign`)."""
+def tool_call(
+    block: ToolCallBlock, call_type: str | None, signature: str | None = None
+) -> NToolCall:
+    """The neutral call of `block`: a free-text (``custom``) call keeps its raw text as input
+    (its arguments are then ``{"input": <text>}`` for a protocol that only knows JSON)."""
+    if call_type == "custom":
+        text = block.arguments
+        return NToolCall(block.id, block.name, {"input": text}, signature, "custom", text)
+    return NToolCall(block.id, block.name, parse_arguments(block.arguments), signature, call_type)
+
+
+def call_types(tools: Sequence[ToolSchema]) -> dict[str, str]:
+    """The call type of each tool that is not a plain JSON function, by name."""
+    out: dict[str, str] = {}
+    for schema in tools:
+        if schema.free_text is not None:
+            out[schema.name] = "custom"
+        elif schema.provider_tool is not None:
+            out[schema.name] = schema.provider_tool
+    return out
+
+
+def foreign_assistant(message: Message, types: Mapping[str, str] | None = None) -> NAssistant:
+    """Convert an assistant message without trusted replay state (`api: dsh-foreign`); `types`
+    gives the call type of the request's non-function tools by name."""
     content: list[NText | NThinking | NToolCall] = []
     for block in message.content:
         if isinstance(block, TextBlock):
@@ -150,7 +187,7 @@ def foreign_assistant(message: Message) -> NAssistant:
         elif isinstance(block, ReasoningBlock):
             content.append(NThinking(block.text))
         elif isinstance(block, ToolCallBlock):
-            content.append(NToolCall(block.id, block.name, parse_arguments(block.arguments)))
+            content.append(tool_call(block, (types or {}).get(block.name)))
         elif isinstance(block, ImageBlock):
             raise LlmError(
                 "assistant image output cannot be sent to a model", "UNSUPPORTED_CONTENT"
@@ -201,6 +238,7 @@ def to_context(
     """Convert harness history into a neutral context (images read through `read_image`)."""
     out: list[NMessage] = []
     names: dict[str, str] = {}
+    types = call_types(tools)
     for message in messages:
         if message.role == "system":
             text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
@@ -210,8 +248,10 @@ def to_context(
             source = message.source
             if isinstance(source, ModelSource) and source.replay_state is not None:
                 assistant = restore(message, source)
+                if assistant.api == FOREIGN_API and types:  # degraded: the call types still hold
+                    assistant = foreign_assistant(message, types)
             else:
-                assistant = foreign_assistant(message)
+                assistant = foreign_assistant(message, types)
             for part in assistant.content:
                 if isinstance(part, NToolCall):
                     names[part.id] = part.name

@@ -63,7 +63,7 @@ def auth_headers(profile: ResolvedProfile, spec: WireProtocol, key: str | None) 
         return {}
     if key is not None:
         return spec.key_headers(key)
-    if _has_header(dict(profile.headers), spec.key_header_names) or spec.authorize is not None:
+    if _has_header(dict(profile.headers), spec.key_header_names) or spec.signs:
         return {}
     raise LlmError(missing_key_message(profile), ErrorCode.MISSING_CREDENTIAL)
 
@@ -82,7 +82,7 @@ def missing_credential(
         return None
     if _has_header(dict(profile.headers), spec.key_header_names):
         return None
-    if spec.authorize is not None:
+    if spec.signs:
         ready = spec.ambient_ready
         if (
             ready(env)

@@ -22,9 +22,11 @@ from ...wire.http import stream_post_pieces
 from ...wire.pump import Read, StreamSource
 from ...wire.ratelimit import RateLimiter
 from ...wire.watchdog import IdleWatchdog, idle_text, ms_text
+from ..shape import refuse_free_text_tools
 from .config import ResolvedProfile
 from .context import to_context
 from .credentials import auth_headers, resolve_route_key
+from .google_auth import credentials_project
 from .images import ImageLoader, prepare_images
 from .limited import limited_reads, request_tokens
 from .materialize import ModelDescriptor
@@ -40,7 +42,9 @@ _PLACEHOLDER_FIELDS: Final = {
     "CLOUDFLARE_ACCOUNT_ID": "account_id",
     "CLOUDFLARE_GATEWAY_ID": "gateway_id",
 }
-_BEDROCK: Final = "bedrock-converse-stream"
+_BEDROCK: Final = frozenset({"bedrock-converse-stream", "anthropic-bedrock"})
+_VERTEX: Final = "anthropic-vertex"
+_SEGMENT: Final = re.compile(r"[a-z0-9-]{1,64}")
 
 
 def route_region(profile: ResolvedProfile, env: Mapping[str, str]) -> str | None:
@@ -57,7 +61,7 @@ def resolve_endpoint(
     region (unless the profile gave its own `base_url`). A value that cannot be found is
     `INVALID_CONFIG` naming the field and the variable, before any I/O."""
     url = model.base_url
-    if model.api == _BEDROCK and profile.base_url is None:
+    if model.api in _BEDROCK and profile.base_url is None:
         region = route_region(profile, env)
         if region is None:
             raise LlmError(
@@ -65,13 +69,15 @@ def resolve_endpoint(
                 f"providers.{profile.route}.region, AWS_REGION or AWS_DEFAULT_REGION",
                 ErrorCode.INVALID_CONFIG,
             )
-        if not re.fullmatch(r"[a-z0-9-]{1,64}", region):
+        if not _SEGMENT.fullmatch(region):
             raise LlmError(
                 f'provider route "{profile.route}": AWS region {region[:64]!r} is not a region '
                 "name",
                 ErrorCode.INVALID_CONFIG,
             )
         url = f"https://bedrock-runtime.{region}.amazonaws.com"
+    elif model.api == _VERTEX:
+        url = _vertex_base(profile, env)
     if "{" in url:
 
         def fill(match: re.Match[str]) -> str:
@@ -90,6 +96,56 @@ def resolve_endpoint(
 
         url = _PLACEHOLDER.sub(fill, url)
     return model if url == model.base_url else msgspec.structs.replace(model, base_url=url)
+
+
+def _vertex_base(profile: ResolvedProfile, env: Mapping[str, str]) -> str:
+    """A Vertex route's model collection URL, ``{root}/v1/projects/{project}/locations/
+    {location}/publishers/anthropic/models``: the location is the route's `region` (else
+    ``GOOGLE_CLOUD_LOCATION``, ``CLOUD_ML_REGION``), the project its `project` (else
+    ``GOOGLE_CLOUD_PROJECT``, ``GCLOUD_PROJECT``, ``ANTHROPIC_VERTEX_PROJECT_ID``, the
+    credentials file's), the root its `base_url` (else the location's Vertex endpoint;
+    ``global`` has no location prefix)."""
+    route = profile.route
+    location = (
+        profile.region or env.get("GOOGLE_CLOUD_LOCATION") or env.get("CLOUD_ML_REGION") or ""
+    ).strip()
+    if not _SEGMENT.fullmatch(location):
+        raise LlmError(
+            f'provider route "{route}" has no Vertex AI location'
+            + (f" ({location[:64]!r} is not one)" if location else "")
+            + f": set providers.{route}.region (e.g. us-east5 or global), GOOGLE_CLOUD_LOCATION "
+            "or CLOUD_ML_REGION",
+            ErrorCode.INVALID_CONFIG,
+        )
+    project = (
+        profile.project
+        or next(
+            (
+                env[name].strip()
+                for name in (
+                    "GOOGLE_CLOUD_PROJECT",
+                    "GCLOUD_PROJECT",
+                    "ANTHROPIC_VERTEX_PROJECT_ID",
+                )
+                if env.get(name, "").strip()
+            ),
+            None,
+        )
+        or credentials_project(env)
+    )
+    if not project or not re.fullmatch(r"[A-Za-z0-9._:-]{1,128}", project):
+        raise LlmError(
+            f'provider route "{route}" has no Google Cloud project: set '
+            f"providers.{route}.project, GOOGLE_CLOUD_PROJECT or GCLOUD_PROJECT",
+            ErrorCode.INVALID_CONFIG,
+        )
+    host = "aiplatform.googleapis.com"
+    root = profile.base_url or (
+        f"https://{host}" if location == "global" else f"https://{location}-{host}"
+    )
+    return (
+        f"{root.rstrip('/')}/v1/projects/{project}/locations/{location}/publishers/anthropic/models"
+    )
 
 
 def _check(snapshot: Snapshot, options: GenerateOptions) -> tuple[ResolvedProfile, ModelDescriptor]:
@@ -209,6 +265,8 @@ async def open_call(
     profile, model = _check(snapshot, options)
     effort = _effort(profile, model, options)
     spec = protocol(model.api)
+    if not spec.free_text_tools:
+        refuse_free_text_tools(options.tools, profile.route, model.api)
     key = None if profile.auth == "none" else resolve_route_key(profile, env)
     auth = auth_headers(profile, spec, key)
     model = resolve_endpoint(profile, model, env)
@@ -220,15 +278,17 @@ async def open_call(
     )
     request = _request(spec, profile, model, effort, options, messages, reader, on_degrade)
     headers = _headers(profile, model, request, auth)
-    sign = spec.authorize
     if (
-        sign is not None
+        spec.signs
         and key is None
         and profile.auth != "none"
         and not any(n.lower() in spec.key_header_names for n, _ in profile.headers)
     ):
         context = AuthContext(profile.route, env, route_region(profile, env), clock)
-        headers.update(sign(request, headers, context))
+        if spec.authorize is not None:
+            headers.update(spec.authorize(request, headers, context))
+        if spec.authorize_async is not None:
+            headers.update(await spec.authorize_async(request, headers, context))
     record = ResponseRecord(
         api=model.api,
         provider=profile.route,

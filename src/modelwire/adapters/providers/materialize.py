@@ -251,6 +251,14 @@ def _entries(
     ]
 
 
+_CLOUD_ROOTS: Final = {
+    "anthropic-bedrock": "https://bedrock-runtime.amazonaws.com",
+    "anthropic-vertex": "https://aiplatform.googleapis.com",
+}
+"""The endpoint root of a cloud protocol a route may leave out (the dispatch builds the real
+URL from the route's region and project)."""
+
+
 def materialize_models(
     route: str,
     raw: Mapping[str, object],
@@ -288,6 +296,7 @@ def materialize_models(
         if model_api is None:
             raise _fail(route, f'model "{mid}" needs an api ({site})')
         url = base_url or (cat.base_url if cat else None) or (catalog.base_url if catalog else None)
+        url = url or _CLOUD_ROOTS.get(model_api)  # built per call from region / project
         if not url:
             raise _fail(route, f'model "{mid}" needs a baseURL (providers.{route}.base_url)')
         context_window = _pos(route, site, entry, "context_window")

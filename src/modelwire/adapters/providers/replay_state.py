@@ -1,8 +1,13 @@
 """Replay state: restore an assistant message from its envelope, or degrade it (spec §5).
 
 The envelope written by the translators is v2: `{response: {kind: "pi-ai", version: 2, api,
-provider, model, response_model?, response_id?, stop_reason}, blocks: [{type, *_signature?,
-redacted?}]}`. The flat legacy v1 state (one object `{kind: "pi-ai", version: 1, api, provider,
+provider, model, response_model?, response_id?, stop_reason, opaque_tail?, extras?}, blocks:
+[{type, *_signature?, redacted?, call_type?, item?, opaque?}]}`. `opaque` (on the block it
+precedes) and `opaque_tail` (after the last block) are the raw JSON texts of the parts the
+response kept whole (server-tool blocks, unknown items), restored in place for a replay to the
+same model; `call_type` and `item` describe a tool call that is not a plain function (a custom
+or provider client tool, and the provider's item as it came). `extras` is the translator's
+report (unknown parts, an inferred finish) and is not read back. The flat legacy v1 state (one object `{kind: "pi-ai", version: 1, api, provider,
 model, responseModel?, responseId?, stopReason, blocks}`, camelCase as pi-ai wrote it or
 snake_case) is read too (DESIGN §7: write v2, read both): it is lifted into the v2 shape and then
 checked the same way. Anything else (foreign adapters' state, a mismatch with the durable content)
@@ -14,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final, NamedTuple, TypeGuard
 
+from msgspec.structs import replace
+
 from ...vocab import Message, ModelSource, ReasoningBlock, TextBlock, ToolCallBlock
-from .context import NAssistant, NText, NThinking, NToolCall, foreign_assistant, parse_arguments
+from .context import NAssistant, NText, NThinking, NToolCall, foreign_assistant, tool_call
 
 __all__ = ["INVALID_REPLAY_STATE", "ReplayDegrade", "restore_assistant", "validate_envelope"]
 
@@ -41,13 +48,18 @@ class ReplayResponse(NamedTuple):
     stop_reason: str
     response_id: str | None
     response_model: str | None
+    opaque_tail: tuple[str, ...] = ()
 
 
 class ReplayEntry(NamedTuple):
-    """One block's replay entry: its signature (of its kind) and the redacted flag."""
+    """One block's replay entry: its signature (of its kind), the redacted flag, the call type
+    and item of a tool call that is no plain function, and the kept parts before the block."""
 
     signature: str | None
     redacted: bool
+    call_type: str | None = None
+    item: str | None = None
+    opaque: tuple[str, ...] = ()
 
 
 def _obj(value: object) -> TypeGuard[Mapping[str, object]]:
@@ -128,7 +140,14 @@ def validate_envelope(
                 raise _Invalid(f"block {i} {key} must be a string")
         if "redacted" in block and not isinstance(block["redacted"], bool):
             raise _Invalid(f"block {i} redacted must be boolean")
+        for key in ("call_type", "item"):
+            if key in block and not isinstance(block[key], str):
+                raise _Invalid(f"block {i} {key} must be a string")
+        if "opaque" in block and _texts(block["opaque"]) is None:
+            raise _Invalid(f"block {i} opaque must be an array of strings")
         entries.append(block)
+    if "opaque_tail" in response and _texts(response["opaque_tail"]) is None:
+        raise _Invalid("opaque_tail must be an array of strings")
     for key in ("provider", "model"):
         if response[key] != getattr(source, key):
             raise _Invalid(f"{key} does not match assistant source")
@@ -140,7 +159,13 @@ def validate_envelope(
         if not isinstance(block, _BLOCK_TYPES[kind]):
             raise _Invalid(f"block {i} does not match assistant content")
         out.append(
-            ReplayEntry(_text(entry.get(_SIGNATURE_OF[kind])), entry.get("redacted") is True)
+            ReplayEntry(
+                _text(entry.get(_SIGNATURE_OF[kind])),
+                entry.get("redacted") is True,
+                _text(entry.get("call_type")),
+                _text(entry.get("item")),
+                _texts(entry.get("opaque", ())) or (),
+            )
         )
     restored = ReplayResponse(
         api=str(response["api"]),
@@ -149,8 +174,16 @@ def validate_envelope(
         stop_reason=str(response["stop_reason"]),
         response_id=_text(response.get("response_id")),
         response_model=_text(response.get("response_model")),
+        opaque_tail=_texts(response.get("opaque_tail", ())) or (),
     )
     return restored, tuple(out)
+
+
+def _texts(value: object) -> tuple[str, ...] | None:
+    """`value` as a tuple of strings, None when it is not an array of strings."""
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(str(v) for v in value)
+    return None
 
 
 def restore_assistant(
@@ -164,16 +197,20 @@ def restore_assistant(
             on_degrade(source.provider, source.model, f"invalid pi-ai replay state: {exc}")
         return foreign_assistant(message)
     content: list[NText | NThinking | NToolCall] = []
+    opaque: list[tuple[int, str]] = []
     for entry, block in zip(entries, message.content, strict=True):
+        opaque.extend((len(content), raw) for raw in entry.opaque)
         if isinstance(block, TextBlock):
             content.append(NText(block.text, entry.signature))
         elif isinstance(block, ReasoningBlock):
             content.append(NThinking(block.text, entry.signature, entry.redacted))
         elif isinstance(block, ToolCallBlock):
-            args = parse_arguments(block.arguments)
-            content.append(NToolCall(block.id, block.name, args, entry.signature))
+            call = tool_call(block, entry.call_type, entry.signature)
+            content.append(call if entry.item is None else replace(call, item=entry.item))
+    opaque.extend((len(content), raw) for raw in response.opaque_tail)
     return NAssistant(
         content=tuple(content),
+        opaque=tuple(opaque),
         api=response.api,
         provider=response.provider,
         model=response.model,

@@ -96,7 +96,8 @@ class ToolUse(msgspec.Struct, frozen=True, tag_field="type", tag="tool_use"):
     input: dict[str, object]  # the parsed arguments object
 
 
-AssistantBlock: TypeAlias = Text | RedactedThinking | ThinkingBlock | ToolUse
+AssistantBlock: TypeAlias = Text | RedactedThinking | ThinkingBlock | ToolUse | msgspec.Raw
+"""One assistant content block (a block kept whole, e.g. a server tool's, is its raw JSON)."""
 
 
 class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user"):

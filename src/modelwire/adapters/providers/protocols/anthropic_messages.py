@@ -40,7 +40,7 @@ from .anthropic_body import (
     UserMessage,
 )
 from .request import BuiltRequest, RequestOptions, Thinking, finish_body, join_url, safe_tool_id
-from .transform import output_cap, prepare_messages
+from .transform import kept_parts, output_cap, prepare_messages
 
 __all__ = ["anthropic_compat", "build_anthropic_request"]
 
@@ -68,7 +68,10 @@ def _parts(content: tuple[NText | NImage, ...]) -> list[Text | Image]:
 
 def _assistant(message: NAssistant, compat: AnthropicCompat) -> list[AssistantBlock]:
     blocks: list[AssistantBlock] = []
-    for part in message.content:
+    kept = kept_parts(message) if message.opaque else {}
+    for at, part in enumerate(message.content):
+        if kept:
+            blocks.extend(kept.pop(at, ()))
         if isinstance(part, NText):
             if part.text.strip():
                 blocks.append(Text(part.text))
@@ -84,6 +87,8 @@ def _assistant(message: NAssistant, compat: AnthropicCompat) -> list[AssistantBl
                     blocks.append(Text(part.text))
         elif isinstance(part, NToolCall):
             blocks.append(ToolUse(part.id, part.name, part.arguments))
+    for rest in kept.values():  # the parts after the last block
+        blocks.extend(rest)
     return blocks
 
 

@@ -1,6 +1,12 @@
 """`anthropic-messages` streaming: Messages API SSE events → chunks (spec §4.5).
 
-Blocks follow the provider's `index`; server-tool and other unknown block types are skipped.
+Blocks follow the provider's `index`. Server-tool blocks (``server_tool_use``, the
+``*_tool_result`` blocks, MCP and container blocks) and block types this translator does not
+know are no content blocks: each is kept whole in the replay envelope (byte-exact as it came, or
+with its streamed ``input`` parsed into it), so a replay to the same model sends it back; an
+unknown block, delta or event type is reported, never an error. A response made only of such
+blocks is content (a plain stop), not EMPTY_RESPONSE. ``message_stop`` completes the response:
+without a ``stop_reason`` before it, the finish is inferred.
 Usage: `message_start` sets all buckets, `message_delta` overwrites every non-null field (its
 `input_tokens` is final). Thinking signatures are the concatenated `signature_delta`s, redacted
 thinking keeps its `data` blob byte-exact.
@@ -74,13 +80,45 @@ class _Event(msgspec.Struct, gc=False):
     type: str = ""
     index: int | None = None
     message: _Message | None = None
-    content_block: _Block | None = None
+    content_block: msgspec.Raw = msgspec.Raw(b"")
     delta: _Delta | None = None
     usage: _Usage | None = None
     error: _Error | None = None
 
 
 _DECODE: Final = msgspec.json.Decoder(_Event).decode
+_BLOCK: Final = msgspec.json.Decoder(_Block).decode
+_ENCODE: Final = msgspec.json.encode
+_KEPT_BLOCKS: Final = frozenset(
+    {
+        "server_tool_use",
+        "web_search_tool_result",
+        "web_fetch_tool_result",
+        "code_execution_tool_result",
+        "bash_code_execution_tool_result",
+        "text_editor_code_execution_tool_result",
+        "tool_search_tool_result",
+        "mcp_tool_use",
+        "mcp_tool_result",
+        "container_upload",
+    }
+)
+"""Blocks of server tools: no content block, kept whole and sent back (not reported)."""
+_EVENTS: Final = frozenset(
+    {
+        "content_block_delta",
+        "content_block_start",
+        "content_block_stop",
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+    }
+)
+_DELTAS: Final = frozenset(
+    {"text_delta", "thinking_delta", "input_json_delta", "signature_delta", "citations_delta"}
+)
 _STOPS: Final[dict[str, StopReason]] = {
     "end_turn": "stop",
     "pause_turn": "stop",
@@ -98,11 +136,13 @@ def anthropic_error_code(error_type: str | None) -> str | None:
 class AnthropicTranslator:
     """Folds Anthropic Messages stream events into chunks; `end()` emits usage and finish."""
 
-    __slots__ = ("_by_index", "_initial", "_record", "done")
+    __slots__ = ("_by_index", "_initial", "_kept", "_record", "done")
 
     def __init__(self, record: ResponseRecord) -> None:
         self._record = record
         self._by_index: dict[int, BlockRecord] = {}
+        # blocks kept whole, by index: (place among the blocks, raw start block, input pieces)
+        self._kept: dict[int, tuple[int, bytes, list[str]]] = {}
         self.done = False  # a terminal event arrived: the response is complete, stop reading
         # tool inputs that arrived whole in `content_block_start` (programmatic tool calling),
         # by index: they are the arguments unless `input_json_delta`s follow
@@ -125,9 +165,17 @@ class AnthropicTranslator:
         if kind == "content_block_delta":
             block = self._by_index.get(ev.index if ev.index is not None else -1)
             delta = ev.delta
-            if block is None or delta is None:
+            if delta is None:
                 return
             dtype = delta.type
+            if dtype not in _DELTAS:
+                record.note_unknown(f"delta:{dtype or '(untyped)'}")
+                return
+            if block is None:
+                kept = self._kept.get(ev.index if ev.index is not None else -1)
+                if kept is not None and dtype == "input_json_delta" and delta.partial_json:
+                    kept[2].append(delta.partial_json)
+                return
             if dtype == "text_delta" and delta.text is not None and block.kind == "text":
                 block.text_delta(delta.text, out)
             elif dtype == "thinking_delta" and delta.thinking is not None:
@@ -146,7 +194,9 @@ class AnthropicTranslator:
             self._start(ev, out)
         elif kind == "content_block_stop":
             block = self._by_index.get(ev.index if ev.index is not None else -1)
-            if block is not None and not block.closed:
+            if block is None and self._kept:
+                self._stop_kept(ev.index if ev.index is not None else -1)
+            elif block is not None and not block.closed:
                 initial = self._initial.pop(block.index, None) if self._initial else None
                 if initial is not None:
                     if block.kind == "text":
@@ -173,6 +223,8 @@ class AnthropicTranslator:
         elif kind == "error" or event.event == "error":
             err = ev.error
             self._fail(err.message if err and err.message else data, err.type if err else None)
+        elif kind not in _EVENTS:
+            record.note_unknown(f"event:{kind or '(untyped)'}")
 
     def _fail(self, message: str, error_type: str | None) -> None:
         record = self._record
@@ -181,9 +233,13 @@ class AnthropicTranslator:
         record.error_code = anthropic_error_code(error_type)
 
     def _start(self, ev: _Event, out: list[StreamChunk]) -> None:
-        cb = ev.content_block
-        if cb is None or ev.index is None:
+        raw = ev.content_block
+        if not raw or ev.index is None:
             return
+        try:
+            cb = _BLOCK(raw)
+        except msgspec.DecodeError as exc:
+            raise malformed_event(self._record, "Anthropic", exc) from exc
         record = self._record
         btype = cb.type
         if btype == "text":
@@ -209,8 +265,27 @@ class AnthropicTranslator:
         else:
             if btype.endswith(("tool_use", "tool_result")):
                 record.server_tool_loop = True  # server tools: input counts sum the loop
-            return  # server tools, tool results, compaction and other non-client blocks
+            if btype not in _KEPT_BLOCKS:
+                record.note_unknown(f"block:{btype or '(untyped)'}")
+            # server tools, their results and unknown blocks: kept whole once they stop
+            self._kept[ev.index] = (len(record.blocks), bytes(raw), [])
+            return
         self._by_index[ev.index] = block
+
+    def _stop_kept(self, index: int) -> None:
+        """Keep a finished non-content block: as it came, or with its streamed input parsed."""
+        kept = self._kept.pop(index, None)
+        if kept is None:
+            return
+        at, raw, pieces = kept
+        if pieces:
+            try:
+                block = msgspec.json.decode(raw)
+                block["input"] = msgspec.json.decode("".join(pieces))
+                raw = _ENCODE(block)
+            except (msgspec.DecodeError, TypeError):
+                self._record.note_unknown("block:(unparsable input)")
+        self._record.keep(raw.decode(), at)
 
     def _stop(self, reason: str) -> None:
         record = self._record
@@ -253,4 +328,7 @@ class AnthropicTranslator:
 
     def end(self, out: list[StreamChunk]) -> None:
         """The stream ended: usage and finish (an error when `message_stop` never came)."""
+        if self.done:
+            for index in list(self._kept):  # a kept block that never saw its stop event
+                self._stop_kept(index)
         end_stream(self._record, self.done, "Anthropic stream ended before message_stop", out)

@@ -200,6 +200,7 @@ PROTOCOLS: Final = {
         key_headers=_api_key,
         key_header_names=_KEY_HEADERS,
         http_error=refine_azure_http_error,
+        free_text_tools=True,
     ),
     "azure-openai-completions": WireProtocol(
         "azure-openai-completions",
@@ -209,6 +210,7 @@ PROTOCOLS: Final = {
         key_headers=_api_key,
         key_header_names=_KEY_HEADERS,
         http_error=refine_azure_http_error,
+        free_text_tools=True,
     ),
 }
 """The two Azure OpenAI protocols (``api-key`` auth, Server-Sent Events)."""

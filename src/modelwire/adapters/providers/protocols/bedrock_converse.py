@@ -36,7 +36,7 @@ from ....errors import ErrorCode, LlmError
 from ....vocab import StructuredOutputSupport
 from ....wire.eventstream import EventStreamDecoder
 from ...shape import merge_provider_options
-from ..aws_credentials import BEARER_ENV, authorize, bedrock_bearer, resolve_keys
+from ..aws_credentials import AMBIENT_ENV, authorize, aws_ambient_ready
 from ..context import (
     NAssistant,
     NContext,
@@ -341,17 +341,6 @@ def bedrock_structured_output(model: ModelDescriptor) -> StructuredOutputSupport
     return "native-strict" if structured_outputs(model) else "emulated"
 
 
-def _ambient_ready(env: Mapping[str, str]) -> bool:
-    """A bearer token, or access keys from the environment or the shared credentials file."""
-    if bedrock_bearer(env) is not None:
-        return True
-    try:
-        resolve_keys("amazon-bedrock", env)
-    except LlmError:
-        return False
-    return True
-
-
 PROTOCOL: Final = WireProtocol(
     API,
     build_bedrock_request,
@@ -359,9 +348,9 @@ PROTOCOL: Final = WireProtocol(
     bedrock_structured_output,
     framer=EventStreamDecoder,
     authorize=authorize,
-    ambient_env=(BEARER_ENV, "AWS_ACCESS_KEY_ID", "AWS_PROFILE", "AWS_SHARED_CREDENTIALS_FILE"),
+    ambient_env=AMBIENT_ENV,
     http_error=refine_bedrock_http_error,
     signed_path=True,
-    ambient_ready=_ambient_ready,
+    ambient_ready=aws_ambient_ready,
 )
 """The ``bedrock-converse-stream`` protocol (registered lazily by `registry.protocol`)."""

@@ -11,8 +11,11 @@ is complete too (no usage), one that ends before ``messageStop`` is a TRANSPORT 
 
 Blocks follow ``contentBlockIndex``; a text or reasoning block opens on its first delta that
 carries something (an empty ``text`` delta opens nothing). Server-side tool uses
-(``type: server_tool_use``) and their results are not client calls: they are skipped and mark
-the response as a server tool loop. Reasoning signatures are kept byte-exact on the block (the
+(``type: server_tool_use``) and their results are not client calls: they mark the response as a
+server tool loop and their start is kept in the replay envelope (so an answer made of them is
+content, not EMPTY_RESPONSE). A block start, delta or event of a kind this translator does not
+know is kept or skipped and reported, never an error; ``metadata`` without a ``messageStop``
+before it completes the response with an inferred finish. Reasoning signatures are kept byte-exact on the block (the
 replay envelope); redacted reasoning keeps its opaque blob there and streams as
 ``[Reasoning redacted]``. Usage: ``inputTokens`` (Bedrock reports it without the cached part),
 ``cacheReadInputTokens``, ``cacheWriteInputTokens``, ``outputTokens``.
@@ -40,7 +43,7 @@ from .common import (
     malformed_event,
 )
 
-__all__ = ["BedrockTranslator", "exception_code", "exception_text"]
+__all__ = ["BedrockTranslator", "exception_code", "exception_text", "record_exception"]
 
 
 class _ToolStart(msgspec.Struct, gc=False, rename="camel"):
@@ -79,7 +82,7 @@ class _Usage(msgspec.Struct, gc=False, rename="camel"):
 
 class _Event(msgspec.Struct, gc=False, rename="camel"):
     content_block_index: int | None = None
-    start: _Start | None = None
+    start: msgspec.Raw = msgspec.Raw(b"")
     delta: _Delta | None = None
     stop_reason: str | None = None
     usage: _Usage | None = None
@@ -91,6 +94,26 @@ class _Exception(msgspec.Struct, gc=False):
 
 
 _DECODE: Final = msgspec.json.Decoder(_Event).decode
+_START: Final = msgspec.json.Decoder(_Start).decode
+_KEYS: Final = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+
+
+class _DeltaKeys(msgspec.Struct, gc=False):
+    delta: dict[str, msgspec.Raw] = msgspec.field(default_factory=dict)
+
+
+_DELTA_KEYS: Final = msgspec.json.Decoder(_DeltaKeys).decode
+_EVENTS: Final = frozenset(
+    {
+        "messageStart",
+        "contentBlockStart",
+        "contentBlockDelta",
+        "contentBlockStop",
+        "messageStop",
+        "metadata",
+    }
+)
+_DELTAS: Final = frozenset({"text", "toolUse", "reasoningContent", "citation"})
 _DECODE_EXCEPTION: Final = msgspec.json.Decoder(_Exception).decode
 _STOPS: Final[dict[str, StopReason]] = {
     "end_turn": "stop",
@@ -144,6 +167,23 @@ def exception_text(kind: str, message: str) -> str:
     return f"{prefix}: {message}" if message else prefix
 
 
+def record_exception(record: ResponseRecord, kind: str, data: str) -> None:
+    """Fail `record` with an in-stream event-stream failure: ``exception:<type>`` (a JSON
+    ``{"message"}`` payload, or the payload itself) or ``error:<code>``."""
+    name = kind.partition(":")[2]
+    message = data
+    if kind.startswith("exception:"):
+        try:
+            exc = _DECODE_EXCEPTION(data)
+        except msgspec.DecodeError:
+            exc = None  # not JSON: the payload is the message
+        if exc is not None:
+            message = exc.message or exc.Message or data
+    record.stop_reason = "error"
+    record.error_message = exception_text(name, message.strip())
+    record.error_code = exception_code(name, message)
+
+
 def _concat_blob(first: str, more: str) -> str:
     """Two base64 pieces of one redacted blob as one (decoded, joined, re-encoded)."""
     try:
@@ -178,7 +218,7 @@ class BedrockTranslator:
         except msgspec.DecodeError as exc:
             raise malformed_event(self._record, "Bedrock ConverseStream", exc) from exc
         if kind == "contentBlockDelta":
-            self._delta(ev, out)
+            self._delta(ev, event.data, out)
         elif kind == "contentBlockStart":
             self._start(ev, out)
         elif kind == "contentBlockStop":
@@ -193,46 +233,45 @@ class BedrockTranslator:
             if ev.usage is not None:
                 self._usage(ev.usage)
             self.done = True
-        # messageStart and unknown events carry nothing to translate
+        elif kind not in _EVENTS:
+            self._record.note_unknown(f"event:{kind or '(untyped)'}")
+        # messageStart carries nothing to translate
 
     def _exception(self, kind: str, data: str) -> None:
-        name = kind.partition(":")[2]
-        message = data
-        if kind.startswith("exception:"):
-            try:
-                exc = _DECODE_EXCEPTION(data)
-            except msgspec.DecodeError:
-                exc = None  # not JSON: the payload is the message
-            if exc is not None:
-                message = exc.message or exc.Message or data
-        record = self._record
-        record.stop_reason = "error"
-        record.error_message = exception_text(name, message.strip())
-        record.error_code = exception_code(name, message)
+        record_exception(self._record, kind, data)
         self.done = True
 
     def _start(self, ev: _Event, out: list[StreamChunk]) -> None:
         index = ev.content_block_index
-        start = ev.start
-        if index is None or start is None or index in self._by_index:
+        raw = ev.start
+        if index is None or not raw or index in self._by_index or index in self._skipped:
             return
+        try:
+            start = _START(raw)
+        except msgspec.DecodeError as exc:
+            raise malformed_event(self._record, "Bedrock ConverseStream", exc) from exc
         record = self._record
         tool = start.tool_use
         if tool is None:
             if start.tool_result:  # a server-side tool's result
-                self._skipped.add(index)
                 record.server_tool_loop = True
+            else:
+                kinds = list(_KEYS(raw))
+                record.note_unknown(f"block:{kinds[0] if kinds else '(empty)'}")
+            self._skipped.add(index)
+            record.keep(bytes(raw).decode())
             return
         if tool.type not in (None, "tool_use"):  # server_tool_use: the provider runs it
             self._skipped.add(index)
             record.server_tool_loop = True
+            record.keep(bytes(raw).decode())
             return
         if record.is_answer_tool(tool.name):
             self._by_index[index] = record.open_block("text", out)  # the structured answer
             return
         self._by_index[index] = record.open_tool_call(tool.tool_use_id or "", tool.name or "", out)
 
-    def _delta(self, ev: _Event, out: list[StreamChunk]) -> None:
+    def _delta(self, ev: _Event, data: str, out: list[StreamChunk]) -> None:
         index = ev.content_block_index
         delta = ev.delta
         if index is None or delta is None or index in self._skipped:
@@ -255,6 +294,10 @@ class BedrockTranslator:
                 block.text_delta(piece, out)
         elif delta.reasoning_content is not None:
             self._reasoning(index, block, delta.reasoning_content, out)
+        else:
+            kinds = [k for k in _DELTA_KEYS(data).delta if k not in _DELTAS]
+            if kinds:
+                self._record.note_unknown(f"delta:{kinds[0]}")
 
     def _reasoning(
         self, index: int, block: BlockRecord | None, delta: _Reasoning, out: list[StreamChunk]
@@ -314,7 +357,7 @@ class BedrockTranslator:
         """The stream ended: usage and finish (an error when `messageStop` never came)."""
         end_stream(
             self._record,
-            self._stopped,
+            self._stopped or self.done,
             "Bedrock ConverseStream ended before messageStop",
             out,
         )

@@ -1,6 +1,18 @@
 """What the three protocol translators share: the response record and its block bookkeeping
 (open, delta, close), stop mapping, error text classification, usage and the v2 replay envelope
-written on `finish`."""
+written on `finish`.
+
+Forward compatibility (every translator): an event, item, block, part or delta a translator does
+not know never fails the stream. Its label (``item:tool_search_call``) is noted once per stream
+(`ResponseRecord.note_unknown`) and, where it is a piece of the answer, its raw JSON is kept
+(`ResponseRecord.keep`) at its place among the blocks; known parts are delivered as usual. A
+stream that delivered its protocol's end marker without a finish signal is complete: its finish
+is inferred (`ResponseRecord.infer_finish`: tool calls → tool-calls, else stop). The envelope
+written on `finish` carries all three: the kept parts as ``opaque`` (on the block entry they
+precede, the ones after the last block in ``response.opaque_tail``), and the report as
+``response.extras`` (``unknown``: the labels in order of first sight; ``finish: "inferred"``).
+A response whose only output is kept parts (server tools) is content, never EMPTY_RESPONSE.
+"""
 
 from __future__ import annotations
 
@@ -12,27 +24,21 @@ from ....errors import (
 )
 from ....vocab import (
     Aborted,
-    BlockEnd,
     BlockStart,
     Error,
     Finish,
     FinishReason,
     LlmFailure,
     MaxTokens,
-    ReasoningBlock,
-    ReasoningDelta,
     ReplayEnvelope,
     Stop,
     StreamChunk,
-    TextBlock,
-    TextDelta,
     TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
     ToolCalls,
     UsageChunk,
 )
 from ....wire.status import redact_secrets
+from .block_record import BlockRecord, place_opaque
 from .stream_errors import classify_error_text, error_type_code, is_overflow_text
 
 __all__ = [
@@ -55,74 +61,6 @@ _TOOL_CALLS: Final = ToolCalls()
 _MAX_TOKENS: Final = MaxTokens()
 
 
-class BlockRecord:
-    """One streamed content block: its kind, index, accumulated text and replay signatures."""
-
-    __slots__ = ("closed", "id", "index", "kind", "name", "parts", "redacted", "signature")
-
-    def __init__(self, index: int, kind: str) -> None:
-        self.index = index
-        self.kind = kind  # "text" | "reasoning" | "tool-call"
-        self.parts: list[str] = []
-        self.signature: str | None = None  # thinking / text / thought signature
-        self.redacted = False
-        self.id = ""
-        self.name = ""
-        self.closed = False
-
-    def text_delta(self, piece: str, out: list[StreamChunk]) -> None:
-        """Accumulate `piece` and emit it as a `text-delta`."""
-        self.parts.append(piece)
-        out.append(TextDelta(self.index, piece))
-
-    def reasoning_delta(self, piece: str, out: list[StreamChunk]) -> None:
-        """Accumulate `piece` and emit it as a `reasoning-delta`."""
-        self.parts.append(piece)
-        out.append(ReasoningDelta(self.index, piece))
-
-    def arguments_delta(self, piece: str, out: list[StreamChunk]) -> None:
-        """Accumulate a tool-argument fragment and emit it (with the call's id and name)."""
-        self.parts.append(piece)
-        out.append(ToolCallDelta(self.index, self.id, piece, self.name or None))
-
-    def final(self) -> TextBlock | ReasoningBlock | ToolCallBlock:
-        """The finished block from the accumulated parts (tool arguments default to `{}`)."""
-        text = "".join(self.parts)
-        if self.kind == "text":
-            return TextBlock(text)
-        if self.kind == "reasoning":
-            return ReasoningBlock(text)
-        return ToolCallBlock(self.id, self.name, text or "{}")
-
-    def close(
-        self,
-        out: list[StreamChunk],
-        block: TextBlock | ReasoningBlock | ToolCallBlock | None = None,
-    ) -> None:
-        """Mark the block closed and emit its `block-end` (`block`, else the accumulated one)."""
-        self.closed = True
-        out.append(BlockEnd(self.index, self.final() if block is None else block))
-
-    def replay_entry(self) -> dict[str, object]:
-        """The per-block replay entry (`type` plus the signature field of its kind)."""
-        if self.kind == "text":
-            entry: dict[str, object] = {"type": "text"}
-            if self.signature is not None:
-                entry["text_signature"] = self.signature
-            return entry
-        if self.kind == "reasoning":
-            entry = {"type": "reasoning"}
-            if self.signature is not None:
-                entry["thinking_signature"] = self.signature
-            if self.redacted:
-                entry["redacted"] = True
-            return entry
-        entry = {"type": "tool-call"}
-        if self.signature is not None:
-            entry["thought_signature"] = self.signature
-        return entry
-
-
 class ResponseRecord:
     """The neutral facts of one response as it streams: blocks, usage, stop reason, ids."""
 
@@ -135,8 +73,10 @@ class ResponseRecord:
         "context_window",
         "error_code",
         "error_message",
+        "inferred",
         "input",
         "model",
+        "opaque",
         "output",
         "provider",
         "reasoning",
@@ -147,6 +87,7 @@ class ResponseRecord:
         "secrets",
         "server_tool_loop",
         "stop_reason",
+        "unknown",
     )
 
     def __init__(
@@ -184,6 +125,33 @@ class ResponseRecord:
         # the tool whose input is the structured answer (Anthropic's forced answer tool): its
         # input streams as the answer's text, and calling it is a plain stop
         self.answer_tool: str | None = None
+        # forward compatibility: labels of what the translator did not know (once each), the
+        # raw JSON of the parts it keeps (with the number of blocks before each), and whether
+        # the finish was inferred from the end marker alone
+        self.unknown: list[str] | None = None
+        self.opaque: list[tuple[int, str]] | None = None
+        self.inferred = False
+
+    def note_unknown(self, label: str) -> None:
+        """Report `label` (``event:x``, ``item:x``, ``block:x``, ``part:x``, ``delta:x``) once."""
+        unknown = self.unknown
+        if unknown is None:
+            self.unknown = [label]
+        elif label not in unknown:
+            unknown.append(label)
+
+    def keep(self, raw: str, at: int | None = None) -> None:
+        """Keep a part the answer holds but no block can carry (its raw JSON) at this place (or
+        before block `at`, the number of blocks there were when it began)."""
+        if self.opaque is None:
+            self.opaque = []
+        self.opaque.append((len(self.blocks) if at is None else at, raw))
+
+    def infer_finish(self) -> None:
+        """The end marker came without a finish signal: tool calls → tool-calls, else stop."""
+        self.inferred = True
+        calls = any(b.kind == "tool-call" for b in self.blocks)
+        self.stop_reason = "toolUse" if calls else "stop"
 
     def is_answer_tool(self, name: str | None) -> bool:
         """Whether a tool call named `name` is the forced answer tool (its input is the text)."""
@@ -260,7 +228,19 @@ class ResponseRecord:
         if self.response_id is not None:
             response["response_id"] = self.response_id
         response["stop_reason"] = self.stop_reason or "error"
-        return ReplayEnvelope(response, tuple(b.replay_entry() for b in self.blocks))
+        entries = [b.replay_entry() for b in self.blocks]
+        if self.opaque:
+            tail = place_opaque(self.opaque, self.blocks, entries, self.stop_reason == "length")
+            if tail:
+                response["opaque_tail"] = tail
+        extras: dict[str, object] = {}
+        if self.unknown:
+            extras["unknown"] = list(self.unknown)
+        if self.inferred:
+            extras["finish"] = "inferred"
+        if extras:
+            response["extras"] = extras
+        return ReplayEnvelope(response, tuple(entries))
 
 
 def _reason(record: ResponseRecord) -> FinishReason:
@@ -298,7 +278,7 @@ def _reason(record: ResponseRecord) -> FinishReason:
         message = text or f'pi-ai detected context overflow for model "{record.model}"'
         return Error(LlmFailure(message, ErrorCode.CONTEXT_WINDOW_EXCEEDED))
     if stop == "stop":
-        if not record.blocks:
+        if not record.blocks and not record.opaque:
             return Error(
                 LlmFailure(
                     f'model "{record.model}" returned a completed response with no content',
@@ -329,8 +309,10 @@ def end_stream(
     record: ResponseRecord, complete: bool, unterminated: str, out: list[StreamChunk]
 ) -> None:
     """Close the response: a stream that ended before its protocol's end marker (`complete`
-    False) and carries no error yet fails with `unterminated` (a TRANSPORT text); then usage and
-    finish."""
+    False) and carries no error yet fails with `unterminated` (a TRANSPORT text); a complete one
+    without a finish signal gets an inferred finish; then usage and finish."""
+    if complete and record.stop_reason is None:
+        record.infer_finish()
     if not complete and record.stop_reason != "error":
         record.stop_reason = "error"
         record.error_message = unterminated

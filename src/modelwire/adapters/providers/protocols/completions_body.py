@@ -18,16 +18,24 @@ __all__ = [
     "ATTACHED_IMAGES",
     "Assistant",
     "Body",
+    "CustomCall",
+    "CustomInput",
+    "CustomSpec",
+    "CustomToolSpec",
     "Function",
     "FunctionSpec",
+    "Grammar",
+    "GrammarFormat",
     "ImagePart",
     "ImageUrl",
     "Message",
     "Part",
     "StreamOptions",
     "TemplateKwarg",
+    "TextFormat",
     "TextPart",
     "ToolCall",
+    "ToolChoiceCustom",
     "ToolMessage",
     "ToolSpec",
     "thought_message",
@@ -76,6 +84,18 @@ class ToolCall(msgspec.Struct, frozen=True):
     function: Function
 
 
+class CustomInput(msgspec.Struct, frozen=True):
+    name: str
+    input: str
+
+
+class CustomCall(msgspec.Struct, frozen=True, tag_field="type", tag="custom"):
+    """A call of a free-text (custom) tool: its raw input text."""
+
+    id: str
+    custom: CustomInput
+
+
 AssistantContent: TypeAlias = str | list[TextPart] | None
 """An assistant message's content: one string, text parts (thinking as text), or null."""
 
@@ -84,7 +104,7 @@ class Assistant(msgspec.Struct, frozen=True, kw_only=True, tag_field="role", tag
     """An assistant message without a signed reasoning field."""
 
     content: AssistantContent
-    tool_calls: list[ToolCall] | UnsetType = UNSET
+    tool_calls: list[ToolCall | CustomCall] | UnsetType = UNSET
     reasoning_details: list[msgspec.Raw] | UnsetType = UNSET
     reasoning_content: str | UnsetType = UNSET  # "" where the endpoint requires the field
 
@@ -104,7 +124,7 @@ def thought_message(field: str) -> type[msgspec.Struct] | None:
         [
             ("thought", str),
             ("content", AssistantContent),
-            ("tool_calls", list[ToolCall] | UnsetType, UNSET),
+            ("tool_calls", list[ToolCall | CustomCall] | UnsetType, UNSET),
             ("reasoning_details", list[msgspec.Raw] | UnsetType, UNSET),
         ],
         kw_only=True,
@@ -124,6 +144,33 @@ class FunctionSpec(msgspec.Struct, frozen=True):
 
 class ToolSpec(msgspec.Struct, frozen=True, tag_field="type", tag="function"):
     function: FunctionSpec
+
+
+class TextFormat(msgspec.Struct, frozen=True, tag_field="type", tag="text"):
+    """A custom tool's unconstrained free-text input."""
+
+
+class Grammar(msgspec.Struct, frozen=True, kw_only=True):
+    definition: str
+    syntax: str
+
+
+class GrammarFormat(msgspec.Struct, frozen=True, tag_field="type", tag="grammar"):
+    """A custom tool's input constrained by a grammar (``lark`` or ``regex``)."""
+
+    grammar: Grammar
+
+
+class CustomSpec(msgspec.Struct, frozen=True, kw_only=True):
+    name: str
+    description: str | UnsetType = UNSET
+    format: TextFormat | GrammarFormat
+
+
+class CustomToolSpec(msgspec.Struct, frozen=True, tag_field="type", tag="custom"):
+    """A free-text tool (OpenAI custom tools)."""
+
+    custom: CustomSpec
 
 
 class StreamOptions(msgspec.Struct, frozen=True):
@@ -149,6 +196,10 @@ class ToolChoiceFunction(msgspec.Struct, frozen=True, tag_field="type", tag="fun
     function: NamedFunction
 
 
+class ToolChoiceCustom(msgspec.Struct, frozen=True, tag_field="type", tag="custom"):
+    custom: NamedFunction
+
+
 TemplateKwarg: TypeAlias = str | int | float | bool | None
 """One resolved `chat_template_kwargs` value."""
 
@@ -164,7 +215,7 @@ class Body(msgspec.Struct, kw_only=True):
     max_completion_tokens: int | UnsetType = UNSET
     max_tokens: int | UnsetType = UNSET
     temperature: float | UnsetType = UNSET
-    tools: list[ToolSpec] | UnsetType = UNSET
+    tools: list[ToolSpec | CustomToolSpec] | UnsetType = UNSET
     thinking: Thinking | str | UnsetType = UNSET
     reasoning: Reasoning | UnsetType = UNSET
     reasoning_effort: str | UnsetType = UNSET
@@ -172,6 +223,6 @@ class Body(msgspec.Struct, kw_only=True):
     chat_template_kwargs: dict[str, TemplateKwarg] | UnsetType = UNSET
     prompt_cache_key: str | UnsetType = UNSET
     prompt_cache_retention: str | UnsetType = UNSET
-    tool_choice: str | ToolChoiceFunction | UnsetType = UNSET
+    tool_choice: str | ToolChoiceFunction | ToolChoiceCustom | UnsetType = UNSET
     parallel_tool_calls: bool | UnsetType = UNSET
     response_format: ResponseFormat | UnsetType = UNSET

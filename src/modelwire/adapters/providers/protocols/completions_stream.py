@@ -2,6 +2,10 @@
 
 One text block and one reasoning block at most (created on first use); one tool-call block per
 `tool_calls[].index`; every `block-end` is emitted after the stream finishes, in content order.
+A ``custom`` tool call (OpenAI's free-form tools) carries its raw ``input`` text as arguments; a
+tool call of a type this translator does not know is kept in the replay envelope and reported.
+``[DONE]`` completes the response: without any ``finish_reason`` before it, the finish is
+inferred (tool calls → tool-calls, else stop) and the envelope says so.
 """
 
 from __future__ import annotations
@@ -30,10 +34,30 @@ class _Fn(msgspec.Struct, gc=False):
     arguments: str | None = None
 
 
+class _Custom(msgspec.Struct, gc=False):
+    name: str | None = None
+    input: str | None = None
+
+
 class _ToolDelta(msgspec.Struct, gc=False):
     index: int | None = None
     id: str | None = None
+    type: str | None = None
     function: _Fn | None = None
+    custom: _Custom | None = None
+
+
+class _RawDelta(msgspec.Struct, gc=False):
+    tool_calls: list[msgspec.Raw] | None = None
+
+
+class _RawChoice(msgspec.Struct, gc=False):
+    index: int | None = None
+    delta: _RawDelta | None = None
+
+
+class _RawChunk(msgspec.Struct, gc=False):
+    choices: list[_RawChoice] | None = None
 
 
 class _Detail(msgspec.Struct, gc=False):
@@ -91,6 +115,8 @@ class _Chunk(msgspec.Struct, gc=False):
 
 _DECODE: Final = msgspec.json.Decoder(_Chunk).decode
 _DETAIL: Final = msgspec.json.Decoder(_Detail).decode
+_RAW: Final = msgspec.json.Decoder(_RawChunk).decode
+_CALL_TYPES: Final = frozenset({None, "function", "custom"})
 _FINISH: Final[dict[str, StopReason]] = {
     "stop": "stop",
     "end": "stop",
@@ -149,8 +175,8 @@ class CompletionsTranslator:
         if choice.usage is not None:
             self._usage(choice.usage)
         delta = choice.delta
-        if delta is not None:
-            self._delta(delta, out)
+        if delta is not None and self._delta(delta, out):
+            self._keep_unknown(data, choice.index or 0)
         reason = choice.finish_reason
         if reason and record.stop_reason != "error":
             stop = _FINISH.get(reason)
@@ -162,7 +188,8 @@ class CompletionsTranslator:
             else:
                 record.stop_reason = stop
 
-    def _delta(self, delta: _Delta, out: list[StreamChunk]) -> None:
+    def _delta(self, delta: _Delta, out: list[StreamChunk]) -> bool:
+        """Translate one delta; True when it holds a tool call of an unknown type."""
         record = self._record
         if delta.refusal:
             record.refuse(delta.refusal)  # not answer text: the finish is CONTENT_FILTER
@@ -185,9 +212,13 @@ class CompletionsTranslator:
                 block = self._reasoning = record.open_block("reasoning", out)
                 block.signature = field
             block.reasoning_delta(thinking, out)
+        unknown = False
         if delta.tool_calls:
             for call in delta.tool_calls:
-                self._tool(call, out)
+                if call.type in _CALL_TYPES:
+                    self._tool(call, out)
+                else:
+                    unknown = True
         if delta.reasoning_details:
             for raw in delta.reasoning_details:
                 try:
@@ -198,15 +229,35 @@ class CompletionsTranslator:
                     for block in self._tools.values():
                         if block.id == detail.id:
                             block.signature = bytes(raw).decode()
+        return unknown
+
+    def _keep_unknown(self, data: str, index: int) -> None:
+        """Keep (and report) the tool calls of unknown types of choice `index`, raw."""
+        record = self._record
+        for choice in _RAW(data).choices or ():
+            if (choice.index or 0) != index or choice.delta is None:
+                continue
+            for raw in choice.delta.tool_calls or ():
+                call = msgspec.json.decode(raw, type=_ToolDelta)
+                if call.type not in _CALL_TYPES:
+                    record.note_unknown(f"tool_call:{call.type}")
+                    record.keep(bytes(raw).decode())
 
     def _tool(self, call: _ToolDelta, out: list[StreamChunk]) -> None:
         key: object = call.index if call.index is not None else call.id
         block = self._tools.get(key)
         fn = call.function
-        args = (fn.arguments if fn is not None else None) or ""
-        name = fn.name if fn is not None else None
+        custom = call.custom
+        if custom is not None:
+            args, name = custom.input or "", custom.name
+        else:
+            args = (fn.arguments if fn is not None else None) or ""
+            name = fn.name if fn is not None else None
         if block is None:
-            self._tools[key] = self._record.open_tool_call(call.id or "", name or "", out, args)
+            block = self._record.open_tool_call(call.id or "", name or "", out, args)
+            if custom is not None or call.type == "custom":
+                block.call_type = "custom"
+            self._tools[key] = block
             return
         if call.id and not block.id:
             block.id = call.id
@@ -230,8 +281,11 @@ class CompletionsTranslator:
         )
 
     def end(self, out: list[StreamChunk]) -> None:
-        """The stream ended: close every block (in content order), then usage and finish."""
+        """The stream ended: close every block (in content order), then usage and finish (a
+        finish inferred after ``[DONE]`` when no ``finish_reason`` came)."""
         record = self._record
+        if self.done and record.stop_reason is None:
+            record.infer_finish()
         if record.stop_reason is not None and record.stop_reason != "error":
             for block in record.blocks:
                 block.close(out)

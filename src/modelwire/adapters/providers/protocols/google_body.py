@@ -87,8 +87,8 @@ class FunctionResponsePart(msgspec.Struct, frozen=True):
     functionResponse: FunctionResponse
 
 
-Part: TypeAlias = TextPart | InlinePart | FunctionCallPart | FunctionResponsePart
-"""One part of a content."""
+Part: TypeAlias = TextPart | InlinePart | FunctionCallPart | FunctionResponsePart | msgspec.Raw
+"""One part of a content (a part kept whole, e.g. code execution, is its raw JSON)."""
 
 
 class Content(msgspec.Struct, frozen=True):

@@ -62,7 +62,7 @@ from .google_body import (
 from .google_stream import GoogleTranslator
 from .request import BuiltRequest, RequestOptions, finish_body, join_url, safe_tool_id
 from .spec import WireProtocol
-from .transform import output_cap, prepare_messages
+from .transform import kept_parts, output_cap, prepare_messages
 
 __all__ = ["PROTOCOL", "SKIP_SIGNATURE", "build_google_request", "google_structured_output"]
 
@@ -133,7 +133,10 @@ def _model_parts(message: NAssistant, model: ModelDescriptor) -> list[Part]:
     with_id = _requires_call_id(model.id)
     first_call: int | None = None
     signed_call = False
-    for item in message.content:
+    kept = kept_parts(message) if message.opaque else {}
+    for at, item in enumerate(message.content):
+        if kept:
+            parts.extend(kept.pop(at, ()))
         match item:
             case NText():
                 if item.text.strip():
@@ -156,6 +159,8 @@ def _model_parts(message: NAssistant, model: ModelDescriptor) -> list[Part]:
                 parts.append(FunctionCallPart(functionCall=call, thoughtSignature=signature))
             case _:
                 assert_never(item, "Gemini model part")
+    for rest in kept.values():  # the parts after the last block
+        parts.extend(rest)
     if first_call is not None and not signed_call and _validates_signatures(model.id):
         unsigned = parts[first_call]
         if isinstance(unsigned, FunctionCallPart):

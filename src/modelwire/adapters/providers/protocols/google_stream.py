@@ -10,9 +10,12 @@ the call). A call without an id (Gemini 2.x sends none) gets one minted from the
 its position, stable and unique within the response; an id Gemini sent is kept. Each block keeps
 the ``thoughtSignature`` of its parts byte-exact (the last non-empty one of a text or thought
 block; the one of its part for a call); empty text parts only carry a signature to the block of
-their kind they follow. Server-side parts (``executableCode``, ``codeExecutionResult``) and
-``groundingMetadata`` are not content: they are skipped (their prompts are in
-``toolUsePromptTokenCount``, which no bucket counts).
+their kind they follow. Server-side parts (``executableCode``, ``codeExecutionResult``, Gemini 3's
+``toolCall`` / ``toolResponse``) and parts
+of kinds this translator does not know (``inlineData``, ...) are no content blocks: each closes
+the open block and is kept byte-exact in the replay envelope at its place (sent back to the same
+model); an unknown kind is reported, never an error. ``groundingMetadata`` is not content (the
+server tools' prompts are in ``toolUsePromptTokenCount``, which no bucket counts).
 
 Usage is the last ``usageMetadata``: input = prompt - cached, cache read = cached, output =
 candidates + thoughts (``candidatesTokenCount`` excludes thinking), reasoning = thoughts.
@@ -30,6 +33,7 @@ from ....wire.google_errors import google_status_code
 from ....wire.sse import SseEvent
 from .common import BlockRecord, ResponseRecord, end_stream, malformed_event
 from .google_args import PartialArguments
+from .google_finish import finish_candidate
 
 __all__ = ["GoogleTranslator"]
 
@@ -55,12 +59,23 @@ class _Part(msgspec.Struct, gc=False):
     thought: bool | None = None
     thoughtSignature: str | None = None
     functionCall: _FunctionCall | None = None
-    executableCode: object = None
-    codeExecutionResult: object = None
 
 
 class _Content(msgspec.Struct, gc=False):
     parts: list[_Part] | None = None
+
+
+class _RawContent(msgspec.Struct, gc=False):
+    parts: list[msgspec.Raw] | None = None
+
+
+class _RawCandidate(msgspec.Struct, gc=False):
+    index: int | None = None
+    content: _RawContent | None = None
+
+
+class _RawEvent(msgspec.Struct, gc=False):
+    candidates: list[_RawCandidate] | None = None
 
 
 class _Rating(msgspec.Struct, gc=False):
@@ -105,25 +120,13 @@ class _Event(msgspec.Struct, gc=False):
 
 
 _DECODE: Final = msgspec.json.Decoder(_Event).decode
+_RAW: Final = msgspec.json.Decoder(_RawEvent).decode
+_KEYS: Final = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _FORMAT: Final = msgspec.json.format
-_FILTERED: Final = frozenset(
-    {
-        "SAFETY",
-        "RECITATION",
-        "PROHIBITED_CONTENT",
-        "BLOCKLIST",
-        "SPII",
-        "IMAGE_SAFETY",
-        "IMAGE_PROHIBITED_CONTENT",
-        "IMAGE_RECITATION",
-        "MODEL_ARMOR",
-    }
+_SERVER_PARTS: Final = frozenset(
+    {"executableCode", "codeExecutionResult", "toolCall", "toolResponse"}
 )
-"""Output withheld by a filter: one refusal outcome (CONTENT_FILTER)."""
-_BAD_CALLS: Final = frozenset(
-    {"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS"}
-)
-"""The model emitted a function call Gemini could not parse or accept."""
+_NOT_KINDS: Final = frozenset({"thought", "thoughtSignature"})
 
 
 def _compact(raw: msgspec.Raw) -> str:
@@ -175,10 +178,14 @@ class GoogleTranslator:
         if candidate is not None:
             content = candidate.content
             if content is not None and content.parts:
-                for part in content.parts:
-                    self._part(part, out)
+                for position, part in enumerate(content.parts):
+                    if not self._part(part, out):
+                        self._keep(data, candidate.index or 0, position)
             if candidate.finishReason:
-                self._finish(candidate)
+                blocked = [
+                    r.category for r in candidate.safetyRatings or () if r.blocked and r.category
+                ]
+                finish_candidate(record, candidate.finishReason, candidate.finishMessage, blocked)
                 self.done = True
                 return
         feedback = ev.promptFeedback
@@ -206,14 +213,32 @@ class GoogleTranslator:
         record.error_code = code
         self.done = True
 
-    def _part(self, part: _Part, out: list[StreamChunk]) -> None:
+    def _part(self, part: _Part, out: list[StreamChunk]) -> bool:
+        """Translate one part; False for a part no block carries (to be kept whole)."""
         call = part.functionCall
         if call is not None:
             self._call(call, part.thoughtSignature, out)
         elif part.text is not None:
             self._text(part.text, part.thought is True, part.thoughtSignature, out)
-        elif part.executableCode is not None or part.codeExecutionResult is not None:
-            self._record.server_tool_loop = True  # server-side code execution: not content
+        else:
+            return False
+        return True
+
+    def _keep(self, data: str, index: int, position: int) -> None:
+        """Keep part `position` of candidate `index` byte-exact, after the blocks opened so far
+        (it splits no block); report its kind when it is no server-side tool part."""
+        event = _RAW(data)
+        candidate = next((c for c in event.candidates or () if (c.index or 0) == index), None)
+        parts = candidate.content.parts if candidate and candidate.content else None
+        if not parts or position >= len(parts):
+            return
+        raw = bytes(parts[position])
+        kinds = [k for k in _KEYS(raw) if k not in _NOT_KINDS]
+        if kinds and kinds[0] in _SERVER_PARTS:
+            self._record.server_tool_loop = True  # server-side tools ran: not content
+        else:
+            self._record.note_unknown(f"part:{kinds[0] if kinds else '(empty)'}")
+        self._record.keep(raw.decode())
 
     def _text(
         self, text: str, thought: bool, signature: str | None, out: list[StreamChunk]
@@ -305,47 +330,6 @@ class GoogleTranslator:
             self._current.close(out)
             self._current = None
         self._close_streaming(out)
-
-    def _finish(self, candidate: _Candidate) -> None:
-        record = self._record
-        reason = candidate.finishReason or ""
-        said = f": {candidate.finishMessage}" if candidate.finishMessage else ""
-        if reason == "STOP":
-            calls = any(b.kind == "tool-call" for b in record.blocks)
-            record.stop_reason = "toolUse" if calls else "stop"  # tool turns end with STOP
-            return
-        if reason == "MAX_TOKENS":
-            record.stop_reason = "length"
-            return
-        record.stop_reason = "error"
-        if reason in _FILTERED:
-            blocked = [
-                r.category for r in candidate.safetyRatings or () if r.blocked and r.category
-            ]
-            which = f" [{', '.join(blocked)}]" if blocked else ""
-            record.error_code = ErrorCode.CONTENT_FILTER
-            record.error_message = (
-                f'model "{record.model}": Gemini withheld the response '
-                f"(finishReason {reason}){which}{said}"
-            )
-        elif reason in _BAD_CALLS:
-            record.error_code = ErrorCode.MALFORMED_RESPONSE
-            record.error_message = (
-                f'model "{record.model}" produced a function call Gemini rejected '
-                f"(finishReason {reason}){said}"
-            )
-        elif not any(b.parts for b in record.blocks):
-            # OTHER (and FINISH_REASON_UNSPECIFIED, ...) with nothing produced: an empty answer
-            record.error_code = ErrorCode.EMPTY_RESPONSE
-            record.error_message = (
-                f'model "{record.model}" returned no content (finishReason {reason}){said}'
-            )
-        else:
-            record.error_code = ErrorCode.PI_AI_ERROR
-            record.error_message = (
-                f'model "{record.model}" stopped before its answer was complete '
-                f"(finishReason {reason}){said}"
-            )
 
     def _usage(self, usage: _Usage) -> None:
         record = self._record

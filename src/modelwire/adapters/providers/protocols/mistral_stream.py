@@ -6,7 +6,10 @@ pi-ai, a switch between text and reasoning closes the open block and starts a ne
 calls are keyed by ``index`` when present, else by ``id`` (Mistral's own calls carry no index
 and arrive whole in one delta; a Mistral-hosted model may stream them OpenAI-style); a call
 without an id gets one derived from its index. Usage rides on the finish chunk: cached prompt
-tokens leave the input bucket, and no reasoning count is reported.
+tokens leave the input bucket, and no reasoning count is reported. A content chunk of another
+type (references, images, types this translator does not know) is kept whole in the replay
+envelope (an unknown type is reported, never an error); ``[DONE]`` without a finish reason
+completes the response with an inferred finish.
 """
 
 from __future__ import annotations
@@ -50,12 +53,26 @@ class _Fn(msgspec.Struct, gc=False):
 class _ToolDelta(msgspec.Struct, gc=False):
     index: int | None = None
     id: str | None = None
+    type: str | None = None
     function: _Fn | None = None
 
 
 class _Delta(msgspec.Struct, gc=False):
     content: str | list[_Part] | None = None
     tool_calls: list[_ToolDelta] | None = None
+
+
+class _RawDelta(msgspec.Struct, gc=False):
+    content: list[msgspec.Raw] | str | None = None
+
+
+class _RawChoice(msgspec.Struct, gc=False):
+    index: int | None = None
+    delta: _RawDelta | None = None
+
+
+class _RawChunk(msgspec.Struct, gc=False):
+    choices: list[_RawChoice] | None = None
 
 
 class _PromptDetails(msgspec.Struct, gc=False):
@@ -95,7 +112,9 @@ class _Chunk(msgspec.Struct, gc=False):
 
 
 _DECODE: Final = msgspec.json.Decoder(_Chunk).decode
+_RAW: Final = msgspec.json.Decoder(_RawChunk).decode
 _ENCODE: Final = msgspec.json.encode
+_KEPT_CHUNKS: Final = frozenset({"reference", "tool_reference"})
 _FINISH: Final[dict[str, StopReason]] = {
     "stop": "stop",
     "length": "length",
@@ -164,11 +183,16 @@ class MistralTranslator:
         delta = choice.delta
         if delta is not None:
             if delta.content:
-                self._content(delta.content, out)
-            if delta.tool_calls:
+                self._content(delta.content, out, data, choice.index or 0)
+            calls = [c for c in delta.tool_calls or () if c.type in (None, "function")]
+            if calls:
                 self._close_current(out)
-                for call in delta.tool_calls:
+                for call in calls:
                     self._tool(call, out)
+            if delta.tool_calls and len(calls) < len(delta.tool_calls):
+                for call in delta.tool_calls:
+                    if call.type not in (None, "function"):
+                        record.note_unknown(f"tool_call:{call.type}")  # skipped, reported
         reason = choice.finish_reason
         if reason and record.stop_reason != "error":
             stop = _FINISH.get(reason, "stop")  # pi-ai: an unknown reason is a stop
@@ -210,18 +234,33 @@ class MistralTranslator:
             block.close(out)
             self._current = None
 
-    def _content(self, content: str | list[_Part], out: list[StreamChunk]) -> None:
+    def _content(
+        self, content: str | list[_Part], out: list[StreamChunk], data: str, index: int
+    ) -> None:
         if isinstance(content, str):
             self._open("text", out).text_delta(content, out)
             return
-        for part in content:
+        for position, part in enumerate(content):
             if part.type == "thinking":
                 pieces = [p.text for p in part.thinking or () if p.text]
                 if pieces:
                     self._open("reasoning", out).reasoning_delta("".join(pieces), out)
-            elif part.type == "text" and part.text:
-                self._open("text", out).text_delta(part.text, out)
-            # other chunk types (references, images) carry no answer text
+            elif part.type == "text":
+                if part.text:
+                    self._open("text", out).text_delta(part.text, out)
+            else:  # references, images, unknown types: no answer text, kept whole
+                self._keep(data, index, position, part.type)
+
+    def _keep(self, data: str, index: int, position: int, kind: str | None) -> None:
+        record = self._record
+        if kind not in _KEPT_CHUNKS:
+            record.note_unknown(f"part:{kind or '(untyped)'}")
+        for choice in _RAW(data).choices or ():
+            content = choice.delta.content if choice.delta is not None else None
+            if (choice.index or 0) == index and isinstance(content, list):
+                if position < len(content):  # after the blocks opened so far (splits none)
+                    record.keep(bytes(content[position]).decode())
+                return
 
     def _tool(self, call: _ToolDelta, out: list[StreamChunk]) -> None:
         call_id = call.id if call.id and call.id != "null" else None
@@ -256,8 +295,11 @@ class MistralTranslator:
         self._record.openai_usage(prompt, cached, 0, usage.completion_tokens or 0, None)
 
     def end(self, out: list[StreamChunk]) -> None:
-        """The stream ended: close the open blocks, then usage and finish."""
+        """The stream ended: close the open blocks, then usage and finish (a finish inferred
+        after ``[DONE]`` when no finish reason came)."""
         record = self._record
+        if self.done and record.stop_reason is None:
+            record.infer_finish()
         if record.stop_reason is not None and record.stop_reason != "error":
             self._close_current(out)
             for block in record.blocks:

@@ -13,6 +13,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from ....never import assert_never
+from ....vocab import ToolChoice
 from ..compat import TemplateValue, TemplateVar, overlay
 from ..context import NAssistant, NContext, NImage, NText, NThinking, NToolCall, NToolResult, NUser
 from ..materialize import ModelDescriptor
@@ -20,8 +21,14 @@ from .completions_body import (
     ATTACHED_IMAGES,
     Assistant,
     Body,
+    CustomCall,
+    CustomInput,
+    CustomSpec,
+    CustomToolSpec,
     Function,
     FunctionSpec,
+    Grammar,
+    GrammarFormat,
     ImagePart,
     ImageUrl,
     JsonSchemaSpec,
@@ -31,8 +38,10 @@ from .completions_body import (
     ResponseFormat,
     StreamOptions,
     TemplateKwarg,
+    TextFormat,
     TextPart,
     ToolCall,
+    ToolChoiceCustom,
     ToolChoiceFunction,
     ToolMessage,
     ToolSpec,
@@ -184,11 +193,15 @@ def _assistant(
             content = [TextPart(joined), *([TextPart(text)] if text else [])]
         elif thinking[0].signature:
             thought = thought_message(thinking[0].signature)
-    tool_calls: list[ToolCall] | UnsetType = UNSET
+    tool_calls: list[ToolCall | CustomCall] | UnsetType = UNSET
     details: list[msgspec.Raw] | UnsetType = UNSET
     if calls:
         tool_calls = [
-            ToolCall(c.id, "function", Function(c.name, msgspec.json.encode(c.arguments).decode()))
+            CustomCall(c.id, CustomInput(c.name, c.input or ""))
+            if c.call_type == "custom"
+            else ToolCall(
+                c.id, "function", Function(c.name, msgspec.json.encode(c.arguments).decode())
+            )
             for c in calls
         ]
         details = [_raw_json(c.thought_signature) for c in calls if c.thought_signature] or UNSET
@@ -208,6 +221,33 @@ def _assistant(
         reasoning_details=details,
         reasoning_content="" if filler else UNSET,
     )
+
+
+def _tools(ctx: NContext, strict: bool | UnsetType) -> list[ToolSpec | CustomToolSpec]:
+    """Functions, and free-text tools as OpenAI's ``custom`` tools (a provider client tool such
+    as ``apply_patch`` is the plain function it describes: Chat Completions has no such tools)."""
+    out: list[ToolSpec | CustomToolSpec] = []
+    for t in ctx.tools:
+        free = t.free_text
+        if free is None:
+            out.append(ToolSpec(FunctionSpec(t.name, t.description, t.parameters, strict)))
+            continue
+        fmt: TextFormat | GrammarFormat = (
+            TextFormat()
+            if free.grammar is None
+            else GrammarFormat(Grammar(definition=free.grammar, syntax=free.syntax))
+        )
+        about = t.description or UNSET
+        out.append(CustomToolSpec(CustomSpec(name=t.name, description=about, format=fmt)))
+    return out
+
+
+def _choice(ctx: NContext, choice: ToolChoice) -> str | ToolChoiceFunction | ToolChoiceCustom:
+    if isinstance(choice, str):
+        return choice
+    if any(t.name == choice.name and t.free_text is not None for t in ctx.tools):
+        return ToolChoiceCustom(NamedFunction(choice.name))
+    return ToolChoiceFunction(NamedFunction(choice.name))
 
 
 def _attached(images: list[Part]) -> Message:
@@ -283,10 +323,7 @@ def build_completions_request(
     if options.temperature is not None:
         body.temperature = options.temperature
     if ctx.tools:
-        strict = False if compat.supports_strict_mode else UNSET
-        body.tools = [
-            ToolSpec(FunctionSpec(t.name, t.description, t.parameters, strict)) for t in ctx.tools
-        ]
+        body.tools = _tools(ctx, False if compat.supports_strict_mode else UNSET)
     elif tool_history:
         body.tools = []
     _reasoning_fields(model, compat, options.effort, body)
@@ -300,9 +337,7 @@ def build_completions_request(
             body.prompt_cache_retention = "24h"
     choice = options.tool_choice
     if choice is not None:
-        body.tool_choice = (
-            choice if isinstance(choice, str) else ToolChoiceFunction(NamedFunction(choice.name))
-        )
+        body.tool_choice = _choice(ctx, choice)
     if options.parallel_tool_calls is not None:
         body.parallel_tool_calls = options.parallel_tool_calls
     out = options.output

@@ -37,10 +37,18 @@ def _anthropic_key(key: str) -> dict[str, str]:
 
 _BUILT_IN: Final = {
     "openai-completions": WireProtocol(
-        "openai-completions", build_completions_request, CompletionsTranslator, _completions_output
+        "openai-completions",
+        build_completions_request,
+        CompletionsTranslator,
+        _completions_output,
+        free_text_tools=True,
     ),
     "openai-responses": WireProtocol(
-        "openai-responses", build_responses_request, ResponsesTranslator, _strict
+        "openai-responses",
+        build_responses_request,
+        ResponsesTranslator,
+        _strict,
+        free_text_tools=True,
     ),
     "anthropic-messages": WireProtocol(
         "anthropic-messages",
@@ -59,6 +67,8 @@ _LAZY: Final = {
     "azure-openai-responses": "azure_openai",
     "azure-openai-completions": "azure_openai",
     "bedrock-converse-stream": "bedrock_converse",
+    "anthropic-bedrock": "anthropic_clouds",
+    "anthropic-vertex": "anthropic_clouds",
 }
 
 API_NAMES: Final[tuple[str, ...]] = (*_BUILT_IN, *_LAZY)

@@ -15,18 +15,31 @@ from .request import Reasoning
 
 __all__ = [
     "INCLUDE_ENCRYPTED",
+    "ApplyPatchCall",
+    "ApplyPatchOutput",
+    "ApplyPatchSpec",
     "Body",
+    "CustomToolCall",
+    "CustomToolOutput",
+    "CustomToolSpec",
     "FunctionCall",
     "FunctionOutput",
+    "GrammarInput",
     "InputImage",
     "InputPart",
     "InputText",
     "Item",
+    "LocalShellCall",
+    "LocalShellOutput",
+    "LocalShellSpec",
     "OutputMessage",
     "OutputText",
+    "ProviderToolSpec",
     "ResponsesCompat",
     "Role",
+    "TextInput",
     "TextSignature",
+    "ToolChoiceCustom",
     "ToolSpec",
 ]
 
@@ -95,8 +108,67 @@ class FunctionOutput(msgspec.Struct, frozen=True, tag_field="type", tag="functio
     output: str | list[InputPart]
 
 
-Item: TypeAlias = Role | OutputMessage | FunctionCall | FunctionOutput | msgspec.Raw
-"""One `input` item (a replayed reasoning item is the stored JSON)."""
+class CustomToolCall(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="custom_tool_call"
+):
+    call_id: str
+    name: str
+    input: str
+
+
+class CustomToolOutput(
+    msgspec.Struct, frozen=True, tag_field="type", tag="custom_tool_call_output"
+):
+    call_id: str
+    output: str | list[InputPart]
+
+
+class ApplyPatchCall(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="apply_patch_call"
+):
+    call_id: str
+    status: str = "completed"
+    operation: object  # the patch operation, as the call carried it
+
+
+class ApplyPatchOutput(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="apply_patch_call_output"
+):
+    call_id: str
+    status: str  # completed | failed
+    output: str
+
+
+class LocalShellCall(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="local_shell_call"
+):
+    id: str
+    call_id: str
+    status: str = "completed"
+    action: object  # the shell action, as the call carried it
+
+
+class LocalShellOutput(
+    msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="local_shell_call_output"
+):
+    id: str  # the call's id (`call_id`), as the API reference names it
+    output: str
+
+
+Item: TypeAlias = (
+    Role
+    | OutputMessage
+    | FunctionCall
+    | FunctionOutput
+    | CustomToolCall
+    | CustomToolOutput
+    | ApplyPatchCall
+    | ApplyPatchOutput
+    | LocalShellCall
+    | LocalShellOutput
+    | msgspec.Raw
+)
+"""One `input` item (a replayed reasoning item, or an item kept whole, is the stored JSON)."""
 
 
 class ToolSpec(msgspec.Struct, frozen=True, tag_field="type", tag="function"):
@@ -104,6 +176,41 @@ class ToolSpec(msgspec.Struct, frozen=True, tag_field="type", tag="function"):
     description: str
     parameters: object  # the tool's JSON Schema, sent as given
     strict: bool | UnsetType = UNSET
+
+
+class TextInput(msgspec.Struct, frozen=True, tag_field="type", tag="text"):
+    """A custom tool's unconstrained free-text input."""
+
+
+class GrammarInput(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="grammar"):
+    """A custom tool's input constrained by a grammar (``lark`` or ``regex``)."""
+
+    syntax: str
+    definition: str
+
+
+class CustomToolSpec(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", tag="custom"):
+    """A free-text tool (OpenAI custom tools)."""
+
+    name: str
+    description: str | UnsetType = UNSET
+    format: TextInput | GrammarInput
+
+
+class ApplyPatchSpec(msgspec.Struct, frozen=True, tag_field="type", tag="apply_patch"):
+    """OpenAI's apply_patch client tool (``{"type": "apply_patch"}``); also its tool choice."""
+
+
+class LocalShellSpec(msgspec.Struct, frozen=True, tag_field="type", tag="local_shell"):
+    """OpenAI's local_shell client tool (``{"type": "local_shell"}``); also its tool choice."""
+
+
+ProviderToolSpec: TypeAlias = ApplyPatchSpec | LocalShellSpec
+"""A client tool the provider defines."""
+
+
+class ToolChoiceCustom(msgspec.Struct, frozen=True, tag_field="type", tag="custom"):
+    name: str
 
 
 class JsonSchemaFormat(
@@ -134,9 +241,9 @@ class Body(msgspec.Struct, kw_only=True):
     prompt_cache_retention: str | UnsetType = UNSET
     max_output_tokens: int = 16
     temperature: float | UnsetType = UNSET
-    tools: list[ToolSpec] | UnsetType = UNSET
+    tools: list[ToolSpec | CustomToolSpec | ProviderToolSpec] | UnsetType = UNSET
     reasoning: Reasoning | UnsetType = UNSET
     include: list[str] | UnsetType = UNSET
     text: TextConfig | UnsetType = UNSET
-    tool_choice: str | ToolChoiceFunction | UnsetType = UNSET
+    tool_choice: str | ToolChoiceFunction | ToolChoiceCustom | ProviderToolSpec | UnsetType = UNSET
     parallel_tool_calls: bool | UnsetType = UNSET

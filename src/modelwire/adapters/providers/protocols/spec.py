@@ -7,7 +7,7 @@ a process that never speaks Bedrock never imports its signer or frame decoder.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import NamedTuple
 
 from ....errors import LlmError
@@ -19,6 +19,7 @@ from .common import ResponseRecord
 from .request import BuiltRequest, RequestOptions
 
 __all__ = [
+    "AsyncAuthorize",
     "AuthContext",
     "Authorize",
     "Framer",
@@ -54,6 +55,11 @@ Authorize = Callable[[BuiltRequest, Mapping[str, str], AuthContext], dict[str, s
 SigV4; raises `LlmError` ``MISSING_CREDENTIAL`` naming the variables it looked for."""
 
 
+AsyncAuthorize = Callable[[BuiltRequest, Mapping[str, str], AuthContext], Awaitable[dict[str, str]]]
+"""`Authorize` for credentials that take I/O to turn into headers (an OAuth access token minted
+from a Google service-account key or refresh token)."""
+
+
 class WireProtocol(NamedTuple):
     """One protocol: `build` the request, `translator` for its stream, the body `framer`,
         `key_headers` (how a plain API key is sent), `key_header_names` (profile headers that carry
@@ -82,3 +88,13 @@ class WireProtocol(NamedTuple):
     ambient_ready: Callable[[Mapping[str, str]], bool] | None = None
     """For a signing protocol: whether ambient credentials resolve from this environment (a
     credentials file counts); None = judge by `ambient_env` alone."""
+    free_text_tools: bool = False
+    """The protocol sends free-text tools (`ToolSchema.free_text`, OpenAI's custom tools);
+    elsewhere such a tool is refused with UNSUPPORTED_OPTION before any I/O."""
+    authorize_async: AsyncAuthorize | None = None
+    """Like `authorize`, for credentials that need I/O first (Google OAuth tokens)."""
+
+    @property
+    def signs(self) -> bool:
+        """The protocol authenticates a request itself when the route resolves no plain key."""
+        return self.authorize is not None or self.authorize_async is not None

@@ -1,7 +1,8 @@
 """What every protocol does to the neutral history before building a body (spec §4.1, §4.2).
 
 Failed assistant turns are dropped, foreign assistant messages lose their signatures (thinking
-becomes text), tool-call ids are normalized for the target protocol, orphaned tool calls get a
+becomes text) and the parts they kept whole (only the model that produced a server-tool block or
+an unknown item can read it back), tool-call ids are normalized for the target protocol, orphaned tool calls get a
 synthesized error result, and the output cap is clamped to the context estimate.
 """
 
@@ -24,7 +25,7 @@ from ..context import (
 )
 from ..materialize import ModelDescriptor
 
-__all__ = ["output_cap", "prepare_messages"]
+__all__ = ["kept_parts", "output_cap", "prepare_messages"]
 
 
 def _same_model(message: NAssistant, model: ModelDescriptor) -> bool:
@@ -93,8 +94,27 @@ def _foreign(
         else:
             new_id = normalize_id(part.id)
             renamed[part.id] = new_id
-            content.append(NToolCall(new_id, part.name, part.arguments))
-    return msgspec.structs.replace(message, content=tuple(content))
+            content.append(
+                NToolCall(
+                    new_id, part.name, part.arguments, call_type=part.call_type, input=part.input
+                )
+            )
+    return msgspec.structs.replace(message, content=tuple(content), opaque=())
+
+
+def kept_parts(message: NAssistant) -> dict[int, list[msgspec.Raw]]:
+    """The parts a same-model assistant message kept whole (server-tool blocks, unknown items),
+    as raw JSON sent back byte for byte, by the index of the content part each precedes
+    (``len(content)``: after the last). A text that is not JSON (a damaged log) is left out."""
+    out: dict[int, list[msgspec.Raw]] = {}
+    for at, raw in message.opaque:
+        data = raw.encode()
+        try:
+            msgspec.json.decode(data)
+        except msgspec.DecodeError:
+            continue
+        out.setdefault(at, []).append(msgspec.Raw(data))
+    return out
 
 
 def _chars(message: NMessage) -> int:
