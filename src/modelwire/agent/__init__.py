@@ -27,7 +27,8 @@ from .limits import UsageLimits
 from .loop import Agent, AgentPlugin, TurnResult, UserInput
 from .output import FINAL_TOOL
 from .setup import open_runtime
-from .tools import Tool, ToolOutcome, run_tool_call, tool
+from .toolcall import ToolOutcome, run_tool_call
+from .tools import Tool, tool
 from .wait import wait_cancellably
 
 __all__ = [

@@ -17,8 +17,9 @@ from collections.abc import Collection, Mapping, Sequence
 from ..session.events import StepEnd, ToolResultRecord
 from ..vocab import ContentBlock, ToolCallBlock
 from .step import StepFrame, StepRunner
+from .toolcall import ToolOutcome
 from .toolrun import ToolRun
-from .tools import Tool, ToolOutcome
+from .tools import Tool
 
 __all__ = ["rerun_calls", "rerun_step"]
 

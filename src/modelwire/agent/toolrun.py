@@ -27,7 +27,8 @@ from .cancel import TurnSignal, cancellation
 from .context import RunContext
 from .hooks import AgentLike, ToolHookContext
 from .output import FINAL_TOOL, Accepted, OutputSpec
-from .tools import Tool, ToolOutcome, run_tool_call
+from .toolcall import ToolOutcome, run_tool_call
+from .tools import Tool
 from .wait import Sleep
 
 __all__ = ["ToolRun"]
