@@ -102,9 +102,21 @@ def test_from_model_needs_route_colon_model(model: object) -> None:
     assert info.value.code == "INVALID_CONFIG" and "route:model" in info.value.message
 
 
+LOCAL_CONFIG = {
+    "providers": {
+        "local": {
+            "api": "openai-completions",
+            "base_url": "http://127.0.0.1:9/v1",
+            "auth": "none",
+            "models": [{"id": "qwen3:8b"}],
+        }
+    }
+}
+
+
 def test_from_model_splits_at_the_first_colon_and_takes_agent_options() -> None:
     agent = Agent.from_model(
-        "local:qwen3:8b", log=MemoryLog(), config={"providers": {}}, max_steps=3, system="s"
+        "local:qwen3:8b", log=MemoryLog(), config=LOCAL_CONFIG, max_steps=3, system="s"
     )
     assert (agent.provider, agent.model, agent.max_steps, agent.system) == (
         "local",
