@@ -30,6 +30,7 @@ from modelwire.vocab import (
     MaxTokens,
     ModelPricing,
     ResolvedModelInfo,
+    StreamChunk,
     TextDelta,
     TokenUsage,
     UsageChunk,
@@ -41,6 +42,11 @@ PRICES = ModelPricing(input=Decimal("2"), output=Decimal("8"), cache_read=Decima
 def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
+
+
+def _tool_call_with_usage(arguments: str, usage: TokenUsage) -> list[StreamChunk]:
+    *chunks, finish = tool_script("c1", "add", arguments)
+    return [*chunks, UsageChunk(usage), finish]
 
 
 def _priced(rig: Rig) -> None:
@@ -126,8 +132,7 @@ async def test_usage_and_cost_are_the_meters_figures_for_the_turn_failed_attempt
     rig.adapter.queue(
         text_script("first", usage=TokenUsage(10, 1)),  # turn 1: not counted in turn 2
         failed,
-        [*tool_script("c1", "add", '{"a": 2, "b": 40}')[:-1], UsageChunk(TokenUsage(100, 10))]
-        + tool_script("c1", "add", "{}")[-1:],
+        _tool_call_with_usage('{"a": 2, "b": 40}', TokenUsage(100, 10)),
         text_script("42", usage=TokenUsage(120, 5, cache_read_tokens=30)),
     )
     agent = rig.agent(tools=[add], plugins=[RetryTimes(1)])
@@ -154,9 +159,7 @@ async def test_a_turn_without_calls_reports_zero_usage(rig: Rig) -> None:
 async def test_a_resumed_turn_counts_the_calls_the_dead_process_made(rig: Rig) -> None:
     _priced(rig)
     rig.adapter.queue(
-        tool_script("c1", "add", '{"a": 1, "b": 2}')[:-1]
-        + [UsageChunk(TokenUsage(50, 5))]
-        + tool_script("c1", "add", "{}")[-1:],
+        _tool_call_with_usage('{"a": 1, "b": 2}', TokenUsage(50, 5)),
         text_script("3", usage=TokenUsage(60, 2)),
     )
     await rig.agent(tools=[add]).run_turn("source", "1 + 2?")
