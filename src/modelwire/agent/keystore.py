@@ -25,6 +25,7 @@ from ..errors import ErrorCode, HarnessError
 __all__ = [
     "KEYS_FILE",
     "StoredKeyEnvironment",
+    "holds_literal_key",
     "keys_path",
     "read_keys",
     "readable_by_others",
@@ -96,6 +97,15 @@ def warn_if_readable(path: Path, holds: str, warn: Callable[[str], None]) -> Non
         f"{path} holds {holds} but has mode {mode}, so other users can read it: "
         f"run `chmod 600 {path}` (used anyway)"
     )
+
+
+def holds_literal_key(settings: Mapping[str, object]) -> bool:
+    """Whether config `settings` spell a key out (`api_key` in `[deepseek]` or a provider)."""
+    sections = [settings.get("deepseek")]
+    providers = settings.get("providers")
+    if isinstance(providers, Mapping):
+        sections.extend(providers.values())
+    return any(isinstance(s, Mapping) and bool(s.get("api_key")) for s in sections)
 
 
 class StoredKeyEnvironment(Mapping[str, str]):

@@ -40,7 +40,13 @@ from ..session import open_log
 from ..session.lease import Decision, Lease, LeaseRow
 from ..session.log import ChunkWriter, Row, SessionInfo, SessionLog, StoredRow
 from ..session.urls import redact_url
-from .keystore import StoredKeyEnvironment, keys_path, read_keys, warn_if_readable
+from .keystore import (
+    StoredKeyEnvironment,
+    holds_literal_key,
+    keys_path,
+    read_keys,
+    warn_if_readable,
+)
 
 __all__ = [
     "BUILTIN_ROUTE",
@@ -150,15 +156,6 @@ def open_runtime(
 
 def _warn(text: str) -> None:
     warnings.warn(text, UserWarning, stacklevel=4)
-
-
-def holds_literal_key(settings: Mapping[str, object]) -> bool:
-    """Whether config `settings` spell a key out (`api_key` in `[deepseek]` or a provider)."""
-    sections = [settings.get(BUILTIN_ROUTE)]
-    providers = settings.get("providers")
-    if isinstance(providers, Mapping):
-        sections.extend(providers.values())
-    return any(isinstance(s, Mapping) and bool(s.get("api_key")) for s in sections)
 
 
 def route_key_vars(

@@ -104,25 +104,6 @@ def catalog_key_vars(route: str) -> tuple[str, ...]:
     return provider.api_key_env if provider is not None else ()
 
 
-def _key_source(key_vars: tuple[str, ...], environ: Mapping[str, str], stored: bool) -> str | None:
-    if any(environ.get(v, "").strip() for v in key_vars):
-        return "env"
-    return "stored" if stored and key_vars else None
-
-
-def _with_stored_keys(
-    environ: Mapping[str, str], stored: Mapping[str, str], key_vars: Mapping[str, tuple[str, ...]]
-) -> dict[str, str]:
-    """`environ` plus, for each route with a stored key whose variables are all unset, its first
-    variable set to that key (the environment always wins)."""
-    merged = dict(environ)
-    for route, key in stored.items():
-        names = key_vars.get(route, ())
-        if names and not any(environ.get(n, "").strip() for n in names):
-            merged[names[0]] = key
-    return merged
-
-
 def build_routes(
     config: CliConfig,
     env: Mapping[str, str] | None = None,
@@ -130,20 +111,19 @@ def build_routes(
 ) -> RouteSet:
     """Build the adapters for the built-in route and every configured route (no network I/O).
 
-    `stored` is the keys stored per route (default: the user's key file).
+    `stored` is the keys stored per route (default: the user's key file, with a warning when
+    others may read it); a route reads its stored key while `env` (default: the process
+    environment) leaves its key variables unset — the same rule as `open_runtime`'s.
     """
+    from ..agent.keystore import StoredKeyEnvironment
+    from ..agent.setup import route_key_vars
+
     environ = dict(env if env is not None else os.environ)
-    keys = dict(stored) if stored is not None else load_keys()
+    keys = dict(stored) if stored is not None else load_keys(using=True)
     where = f"config file {config.path}" if config.path else "config"
-    key_vars: dict[str, tuple[str, ...]] = {}
-    for name, profile in config.providers.items():
-        named = profile.get("api_key_env")
-        key_vars[name] = (named,) if isinstance(named, str) else catalog_key_vars(name)
     settings = dict(config.deepseek)
-    builtin_var = settings.get("api_key_env", "DEEPSEEK_API_KEY")
-    if BUILTIN_ROUTE not in key_vars:
-        key_vars[BUILTIN_ROUTE] = (builtin_var,) if isinstance(builtin_var, str) else ()
-    merged = _with_stored_keys(environ, keys, key_vars)
+    key_vars = route_key_vars(config.providers, settings)
+    merged = StoredKeyEnvironment(keys, key_vars, environ)
     routes: dict[str, Route] = {}
     if config.providers:
         from ..adapters.providers import ProvidersAdapter
@@ -152,8 +132,7 @@ def build_routes(
             providers = ProvidersAdapter.from_config({"providers": config.providers}, env=merged)
         except HarnessError as err:
             fail(f"{where}: {err}")
-        for name, profile in config.providers.items():
-            named = profile.get("api_key_env")
+        for name in config.providers:
             routes[name] = Route(
                 name=name,
                 display_name=providers.provider_info(name).name,
@@ -161,7 +140,7 @@ def build_routes(
                 adapter=providers,
                 missing_env=providers.missing_credential(name),
                 key_vars=key_vars[name],
-                key_source=_key_source(key_vars[name], environ, name in keys),
+                key_source=merged.source(key_vars[name]),
             )
     if BUILTIN_ROUTE not in routes:
         from ..adapters.deepseek import DeepSeekAdapter
@@ -179,9 +158,7 @@ def build_routes(
             adapter=adapter,
             missing_env=None if has_literal else _env_missing(names[0] if names else None, merged),
             key_vars=names,
-            key_source="config"
-            if has_literal
-            else _key_source(names, environ, BUILTIN_ROUTE in keys),
+            key_source="config" if has_literal else merged.source(names),
         )
     return RouteSet(routes=routes, config=config)
 
