@@ -380,8 +380,16 @@ async def test_a_second_signal_exits_at_once_and_the_turn_is_resumed_elsewhere(
             ["--system is for --model"],
             id="system-with-agent",
         ),
-        pytest.param(["--model", "qwen3"], ["'qwen3'", "ROUTE:MODEL"], id="model-without-route"),
-        pytest.param(["--model", "nowhere:x"], ["'nowhere'", "known routes"], id="unknown-route"),
+        pytest.param(
+            ["--model", "qwen3"],
+            ["DEEPSEEK_API_KEY is not set", "'deepseek' route"],
+            id="a-model-of-the-default-route-needs-its-key",
+        ),
+        pytest.param(
+            ["--model", "nowhere:x"],
+            ["unknown route 'nowhere'", "known routes: deepseek"],
+            id="unknown-route",
+        ),
         pytest.param(
             ["--model", "local:nope", "--config", "config.toml"],
             ["'nope'", "local"],

@@ -35,6 +35,7 @@ from typing import Final, TypeAlias
 
 from ..errors import ErrorCode, HarnessError
 from ..runtime import LlmRuntime
+from ..runtime.registry import unknown_route_text
 from ..runtime.sync import on_bridge_exit, on_sync_loop
 from ..session import open_log
 from ..session.lease import Decision, Lease, LeaseRow
@@ -178,13 +179,9 @@ def route_key_vars(
 
 
 def unknown_route(route: str, routes: Collection[str], what: str, code: str) -> HarnessError:
-    """`code`: `what` names route `route`, which none of `routes` is (they are listed)."""
-    known = sorted(routes)
-    shown = ", ".join(known[:12]) + (f", … ({len(known)} in all)" if len(known) > 12 else "")
+    """`code`: `what` names route `route`, which none of `routes` is (the known ones listed)."""
     return HarnessError(
-        f"{what}: unknown route {route!r} (known routes: {shown or 'none'}; see "
-        "`modelwire providers`)",
-        code,
+        f"{what}: {unknown_route_text(route, routes)}; see `modelwire providers`", code
     )
 
 

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from .cmd_chat import register as register_chat
-from .cmd_keys import keys_app, logs_app
+from .cmd_keys import config_app, keys_app, logs_app
 from .cmd_queue import queue_app
 from .cmd_sessions import sessions_app
 from .cmd_worker import register as register_worker
@@ -110,6 +110,7 @@ register_chat(app)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(keys_app, name="keys")
 app.add_typer(logs_app, name="logs")
+app.add_typer(config_app, name="config")
 app.add_typer(queue_app, name="queue")
 
 

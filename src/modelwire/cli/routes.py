@@ -70,15 +70,46 @@ class RouteSet:
     routes: Mapping[str, Route]
     config: CliConfig
 
-    def get(self, name: str) -> Route:
-        """The route `name`, or a one-line `CliError` listing the known routes."""
+    def get(self, name: str, what: str | None = None) -> Route:
+        """The route `name`, or a one-line `CliError` listing the known routes (`what`: where
+        the name came from, e.g. `-m 'locl:qwen3:8b'`)."""
         route = self.routes.get(name)
         if route is None:
             known = ", ".join(sorted(self.routes)) or "none"
+            where = f"{what}: " if what else ""
             fail(
-                f"unknown provider route {name!r} (known routes: {known}; see `modelwire providers`)"
+                f"{where}unknown route {name!r} (known routes: {known}; see `modelwire providers`)"
             )
         return route
+
+    async def parse(self, value: str, base: str, what: str) -> tuple[str, str]:
+        """`value` as (route, model): `route:model` (split at the first colon) when a known
+        route comes first, else a model of the route `base` (which must list an id containing a
+        colon, such as `qwen3:8b`); a colon after no known route is an unknown route."""
+        route, sep, model = value.partition(":")
+        if sep and route in self.routes:
+            if not model:
+                fail(f"{what} {value!r}: the model id after {route}: is empty")
+            return route, model
+        if not value.strip():
+            fail(f"{what}: the model id is empty")
+        if sep:
+            listed = self.routes.get(base)
+            ids = {m.id for m in await listed.adapter.list_models(base)} if listed else set()
+            if value not in ids:
+                self.get(route, f"{what} {value!r}")
+        return base, value
+
+    async def default(self) -> tuple[str | None, str | None]:
+        """The config file's `[default]` route and model (None: not set), checked: `model =
+        "route:model"` (or a model of the built-in route), or `provider` with its `model`."""
+        chosen, where = self.config.default, self.config.path or "config"
+        if chosen.provider is not None:
+            self.get(chosen.provider, f"{where}: [default] provider")
+            return chosen.provider, chosen.model
+        if chosen.model is not None:
+            return await self.parse(chosen.model, BUILTIN_ROUTE, f"{where}: [default] model")
+        return None, None
 
     def register(self, runtime: LlmRuntime, names: list[str] | None = None) -> None:
         """Register the adapters of `names` (default: all routes) on `runtime`."""

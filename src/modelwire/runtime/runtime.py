@@ -49,7 +49,7 @@ from .output import (
     unsupported_option,
 )
 from .prepared import CONFIG_DRIFT_MESSAGE, PreparedCall
-from .registry import AdapterRegistry, Registration, Route
+from .registry import AdapterRegistry, Registration, Route, unknown_route_text
 from .replay_filter import filter_replay_state
 from .scope import Scope
 from .sync import run_sync
@@ -59,11 +59,8 @@ __all__ = ["LlmRuntime"]
 
 
 def _no_adapter(provider: str, routes: Iterable[str]) -> LlmError:
-    known = sorted(routes)
-    shown = ", ".join(known[:12]) + (f", … ({len(known)} in all)" if len(known) > 12 else "")
     return LlmError(
-        f'unknown route {provider!r}: no adapter registered for provider "{provider}" '
-        f"(known routes: {shown or 'none'})",
+        f'{unknown_route_text(provider, routes)}: no adapter registered for provider "{provider}"',
         ErrorCode.NO_ADAPTER,
     )
 

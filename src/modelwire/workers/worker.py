@@ -2,7 +2,8 @@
 
 `Worker(log_url, factory)` opens the queue and the log of one database and builds its agent with
 `factory(log)` (a function or coroutine function returning an `Agent`; one that raises stops the
-worker before anything is claimed). `await worker.run()` claims tickets (`TurnQueue.claim`, which
+worker before anything is claimed). `until_idle` stops it once it runs nothing and finds nothing
+to claim (a batch: run the queue dry, then exit). `await worker.run()` claims tickets (`TurnQueue.claim`, which
 takes the session's lease) and runs each under its lease, renewed every `renew_ms` through the
 queue's connection:
 
@@ -75,6 +76,7 @@ class Worker:
         grace_ms: float = 30_000.0,
         owner: str | None = None,
         say: Callable[[str], None] | None = None,
+        until_idle: bool = False,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise HarnessError(
@@ -95,6 +97,7 @@ class Worker:
         self.poll_s = poll_ms / 1000.0
         self.grace_s = grace_ms / 1000.0
         self.owner = owner or default_owner()
+        self.until_idle = until_idle
         self.stats = WorkerStats()
         self._say = say or _LOG.info
         self._stopping = asyncio.Event()
@@ -125,6 +128,9 @@ class Worker:
                         self._say(f"claim failed: {exc.message}")
                         break
                     if claim is None:
+                        if self.until_idle and not tasks:  # nothing left to claim or run
+                            self._say(f"worker {self.owner}: idle, stopping (--until-idle)")
+                            self.stop()
                         break
                     tasks.add(asyncio.ensure_future(self._run_claim(claim)))
                 await asyncio.wait(
