@@ -11,9 +11,10 @@ from pathlib import Path
 import msgspec
 from cli_helpers import RunCli, assert_one_line_error, run_cli_async
 
-from modelwire.cli.demo_script import ScriptedReply, ScriptedStep, WireUsage
+from modelwire.cli.demo_script import InjectedFailure, ScriptedReply, ScriptedStep, WireUsage
 from modelwire.cli.demo_server import DemoServer
 
+ROOT = Path(__file__).resolve().parents[2]
 KEY = {"LOCAL_KEY": "local-key-0123"}
 ANSWER = ScriptedStep(reply=ScriptedReply((), ("Olá!",), WireUsage(5, 2, 0, 0)))
 
@@ -121,3 +122,35 @@ def test_a_config_file_holding_a_key_that_others_can_read_warns_once(
     assert "sk-literal" not in result.err + result.out
     os.chmod(config, 0o600)
     assert "warning" not in run_cli("providers", "--config", str(config)).err
+
+
+def test_json_usage_errors_are_a_json_object_on_stdout(run_cli: RunCli) -> None:
+    cases = [
+        (["chat", "--json", "-o", "temperature=hot", "hi"], "INVALID_ARGS", "temperature"),
+        (["chat", "--json", "hi"], "MISSING_CREDENTIAL", "DEEPSEEK_API_KEY"),
+        (["queue", "status", "--json", "--bogus"], "INVALID_ARGS", "--bogus"),
+        (["chat", "--json", "-m", "locl:x", "hi"], "NO_ADAPTER", "unknown route 'locl'"),
+    ]
+    for args, code, needle in cases:
+        result = run_cli(*args)
+        assert_one_line_error(result, needle)
+        shown = msgspec.json.decode(result.out)
+        assert shown["exit_code"] == 2 and shown["error"]["code"] == code, (args, shown)
+        assert needle in shown["error"]["message"]
+        assert result.err == f"error: {shown['error']['message']}\n"
+    assert run_cli("chat", "-o", "temperature=hot", "hi").out == ""  # no --json: stderr only
+
+
+async def test_a_model_the_provider_does_not_know_exits_1_as_the_exit_code_table_says(
+    tmp_path: Path,
+) -> None:
+    text = "The model `qwen3:8b` does not exist or you do not have access to it."
+    missing = InjectedFailure(404, text, "invalid_request_error")
+    step = ScriptedStep(reply=ANSWER.reply, failures=(missing,))
+    async with DemoServer((step,), api_key=KEY["LOCAL_KEY"]) as server:
+        config = _config(tmp_path, server.base_url)
+        args = ["chat", "-m", "local:qwen3:8b", "hi", "--config", config, "--json"]
+        result = await run_cli_async(tmp_path, args, KEY)
+    assert result.code == 1, result.err
+    assert msgspec.json.decode(result.out)["error"]["code"] == "MODEL_NOT_FOUND"
+    assert "1 the provider or the turn failed" in (ROOT / "README.md").read_text()

@@ -31,9 +31,11 @@ and examples.
 """
 
 EXIT_CODES = (
-    "Exit codes: 0 success; 1 the provider or the turn failed; 2 usage error (bad arguments, "
-    "config, route, model, session, key, log path, or an empty prompt); 130 cancelled (Ctrl-C, "
-    "or stdout closed)."
+    "Exit codes: 0 success; 1 the provider or the turn failed (a model the provider does not "
+    "know included); 2 usage error, found before anything was sent (bad arguments, config, "
+    "route, model, session, key, log path, or an empty prompt); 130 cancelled (Ctrl-C, or stdout "
+    "closed). With --json a failure also prints {\"error\": {code, message}, \"exit_code\"} on "
+    "stdout."
 )
 
 app = typer.Typer(

@@ -78,7 +78,8 @@ async def _pick_route(
         fail(
             f"{var} is not set: export {var}=<your key> or store one with `modelwire keys set "
             f"{name}` to use the {name!r} route, or pick another route with -m ROUTE:MODEL "
-            "(see `modelwire providers`)"
+            "(see `modelwire providers`)",
+            code="MISSING_CREDENTIAL",
         )
     if model is None and previous is not None and previous.provider == name:
         model = previous.model
@@ -114,7 +115,8 @@ async def _pick_session(
         if not exists and not request.new:
             fail(
                 f"no session {session_id!r} in {shown_url(url)} (pass --new to start a session "
-                "with this id; see `modelwire sessions list`)"
+                "with this id; see `modelwire sessions list`)",
+                code="SESSION_NOT_FOUND",
             )
         if not exists:
             return session_id, None

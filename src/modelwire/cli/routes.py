@@ -75,11 +75,11 @@ class RouteSet:
         the name came from, e.g. `-m 'locl:qwen3:8b'`)."""
         route = self.routes.get(name)
         if route is None:
-            known = ", ".join(sorted(self.routes)) or "none"
+            from ..runtime.registry import unknown_route_text
+
             where = f"{what}: " if what else ""
-            fail(
-                f"{where}unknown route {name!r} (known routes: {known}; see `modelwire providers`)"
-            )
+            text = f"{where}{unknown_route_text(name, self.routes)}; see `modelwire providers`"
+            fail(text, code="NO_ADAPTER")
         return route
 
     async def parse(self, value: str, base: str, what: str) -> tuple[str, str]:
@@ -210,7 +210,8 @@ async def choose_model(route: Route, wanted: str | None) -> str:
         shown = ", ".join(ids[:12]) + (", …" if len(ids) > 12 else "")
         fail(
             f"unknown model {wanted!r} for route {route.name!r} (known: {shown}; "
-            f"see `modelwire models {route.name}`)"
+            f"see `modelwire models {route.name}`)",
+            code="UNKNOWN_MODEL",
         )
     return wanted
 

@@ -132,7 +132,8 @@ async def model_factory(
         var = route.missing_env
         fail(
             f"{var} is not set: export {var}=<your key> or store one with `modelwire keys set "
-            f"{name}` to run the {name!r} route (see `modelwire providers`)"
+            f"{name}` to run the {name!r} route (see `modelwire providers`)",
+            code="MISSING_CREDENTIAL",
         )
     model = await choose_model(route, wanted)
     runtime = LlmRuntime()
