@@ -34,7 +34,7 @@ EXIT_CODES = (
     "Exit codes: 0 success; 1 the provider or the turn failed (a model the provider does not "
     "know included); 2 usage error, found before anything was sent (bad arguments, config, "
     "route, model, session, key, log path, or an empty prompt); 130 cancelled (Ctrl-C, or stdout "
-    "closed). With --json a failure also prints {\"error\": {code, message}, \"exit_code\"} on "
+    'closed). With --json a failure also prints {"error": {code, message}, "exit_code"} on '
     "stdout."
 )
 
