@@ -154,3 +154,28 @@ async def test_a_model_the_provider_does_not_know_exits_1_as_the_exit_code_table
     assert result.code == 1, result.err
     assert msgspec.json.decode(result.out)["error"]["code"] == "MODEL_NOT_FOUND"
     assert "1 the provider or the turn failed" in (ROOT / "README.md").read_text()
+
+
+def test_queue_list_and_cancel_from_the_shell(run_cli: RunCli, tmp_path: Path) -> None:
+    env = {"MODELWIRE_LOG": str(tmp_path / "jobs.db")}
+    first = run_cli("queue", "submit", "report-1", "first", env=env).out.strip()
+    second = run_cli("queue", "submit", "report-2", "second", env=env).out.strip()
+    assert run_cli("queue", "cancel", first, env=env).out == f"{first} cancelled\n"
+    listed = run_cli("queue", "list", env=env).out.splitlines()
+    assert listed[0].split() == ["TICKET", "STATE", "SESSION", "WORKER"]
+    assert [line.split() for line in listed[1:]] == [
+        [first, "cancelled", "report-1", "–"],
+        [second, "queued", "report-2", "–"],
+    ]
+    shown = msgspec.json.decode(
+        run_cli("queue", "list", "--state", "queued", "--json", env=env).out
+    )
+    assert [t["id"] for t in shown] == [second]
+    before = run_cli("queue", "list", "--json", env=env).out
+    for ticket, needle in ((first, "already cancelled"), ("tk_nope", "no ticket 'tk_nope'")):
+        assert_one_line_error(run_cli("queue", "cancel", ticket, env=env), needle)
+    assert run_cli("queue", "list", "--json", env=env).out == before  # nothing changed
+    waited = run_cli("queue", "wait", first, env=env)
+    assert_one_line_error(waited, f"ticket '{first}' cancelled (cancelled)", code=1)
+    status = run_cli("queue", "status", env=env).out
+    assert "cancelled           1" in status and "queued              1" in status
