@@ -317,6 +317,9 @@ class LazyLog(SessionLog):
         if self._inner is not None:
             await self._inner.close()
 
+    async def _delete(self, session_id: str) -> int:
+        return await (await self._log()).delete(session_id)
+
     # leases and their fences live on the opened log (its appends check them)
     async def acquire_lease(self, session_id: str, owner: str, ttl_ms: float) -> Lease:
         return await (await self._log()).acquire_lease(session_id, owner, ttl_ms)
