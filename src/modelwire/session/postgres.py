@@ -49,7 +49,7 @@ def _import_psycopg() -> ModuleType:
     except ImportError as exc:
         raise HarnessError(
             "PostgreSQL session logs need psycopg 3: install it with "
-            "`pip install 'modelwire[postgres]'`",
+            "`pip install 'psycopg[binary]>=3.1'` (from a clone: `pip install '.[postgres]'`)",
             ErrorCode.LOG_UNAVAILABLE,
             cause=exc,
         ) from exc
