@@ -3,6 +3,7 @@ routes and the installed catalog; `Agent.from_model("route:model")` adds the def
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import warnings
@@ -247,3 +248,16 @@ def test_from_model_refuses_a_route_typo_naming_the_known_routes() -> None:
         Agent.from_model("locl:qwen3:8b", log="memory:", config=LOCAL_CONFIG)
     assert info.value.code == "NO_ADAPTER"
     assert "unknown route 'locl'" in info.value.message and "local" in info.value.message
+
+
+def test_from_model_names_every_agent_option_so_a_type_checker_catches_a_typo() -> None:
+    """Issue 30: no `**options` pass-through: every keyword of `Agent` is a named keyword of
+    `from_model` with the same default, and a misspelt one is a TypeError (mypy: an error)."""
+    own = inspect.signature(Agent.__init__).parameters
+    named = inspect.signature(Agent.from_model).parameters
+    assert not [p for p in named.values() if p.kind is inspect.Parameter.VAR_KEYWORD]
+    options = {n: p for n, p in own.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert set(options) <= set(named)
+    assert all(named[n].default == p.default for n, p in options.items())
+    with pytest.raises(TypeError, match="max_step"):
+        Agent.from_model("deepseek:deepseek-v4-flash", log="memory:", max_step=3)  # type: ignore[call-arg]
