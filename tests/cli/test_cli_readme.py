@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from cli_helpers import cli_env, make_runner, modelwire_argv, write_config
+from cli_helpers import cli_env, make_runner, on_path, write_config
 from pty_helpers import PtyCli
 
 from modelwire.cli.demo_script import ScriptedReply, ScriptedStep, WireUsage
@@ -47,19 +47,10 @@ def test_the_tour_shows_the_everyday_commands() -> None:
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs bash and a POSIX pseudo-terminal")
 async def test_every_command_of_the_readme_tour_runs(tmp_path: Path) -> None:
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "modelwire"
-    shim.write_text(
-        "#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in modelwire_argv()) + ' "$@"\n',
-        encoding="utf-8",
-    )
-    shim.chmod(0o755)
     (tmp_path / "notes.txt").write_text("Day 1: Colosseum.\nDay 2: Vatican.\n", encoding="utf-8")
     async with DemoServer((STEP,) * 3, api_key=KEY) as server:
         config = write_config(tmp_path / "config.toml", server.base_url)
-        env = cli_env(tmp_path, {"MODELWIRE_CONFIG": config})
-        env["PATH"] = f"{bin_dir}:{env.get('PATH', '')}"
+        env = on_path(tmp_path, cli_env(tmp_path, {"MODELWIRE_CONFIG": config}))
         outputs: dict[str, str] = {}
         for command in tour_commands():
             if command == "modelwire chat":
@@ -105,16 +96,7 @@ async def test_the_tour_run_as_a_script_without_a_key_stops_naming_the_variable(
 ) -> None:
     """Issue 30: run as one script (`bash -e`) with no key in the environment, the tour stops
     at its first command that needs one, exit non-zero, naming the variable to set."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "modelwire"
-    shim.write_text(
-        "#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in modelwire_argv()) + ' "$@"\n',
-        encoding="utf-8",
-    )
-    shim.chmod(0o755)
-    env = cli_env(tmp_path, {})
-    env["PATH"] = f"{bin_dir}:{env.get('PATH', '')}"
+    env = on_path(tmp_path, cli_env(tmp_path, {}))
     script = "\n".join(c for c in tour_commands() if c != "modelwire chat")  # not interactive
     proc = await asyncio.create_subprocess_exec(
         "bash", "-e", "-o", "pipefail", "-c", script.replace("demo", "demo --delay-ms 0", 1),

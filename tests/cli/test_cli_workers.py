@@ -22,7 +22,7 @@ from cli_helpers import (
     CliResult,
     assert_one_line_error,
     cli_env,
-    modelwire_argv,
+    on_path,
     run_cli_async,
     spawn_cli,
 )
@@ -505,16 +505,7 @@ async def _readme_block(tmp_path: Path, env: dict[str, str]) -> tuple[int, str, 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     match = re.search(r"## Many workers\n.*?```bash\n(.*?)```", readme, re.DOTALL)
     assert match is not None, "the README has no Many workers block"
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    shim = bin_dir / "modelwire"
-    shim.write_text(
-        "#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in modelwire_argv()) + ' "$@"\n',
-        encoding="utf-8",
-    )
-    shim.chmod(0o755)
-    full = cli_env(tmp_path, env)
-    full["PATH"] = f"{bin_dir}:{full.get('PATH', '')}"
+    full = on_path(tmp_path, cli_env(tmp_path, env))
     proc = await asyncio.create_subprocess_exec(
         "bash", "-e", "-o", "pipefail", "-c", match.group(1),
         env=full, cwd=tmp_path, stdin=asyncio.subprocess.DEVNULL,
