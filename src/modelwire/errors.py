@@ -31,7 +31,7 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      ├── replay          REPLAY_EXHAUSTED REPLAY_MISMATCH INVALID_REPLAY_FILE
      │                   REPLAY_UNRECORDED_SESSION REPLAY_UNCONSUMED
      ├── agent           UNKNOWN_TOOL TOOL_FAILED TOOL_INTERRUPTED TOOL_TIMEOUT NOTHING_TO_RESUME
-     │                   LEASE_LOST TURN_IN_PROGRESS
+     │                   LEASE_LOST TURN_IN_PROGRESS TURN_LIMIT TURN_BLOCKED
      │                   MCP (an MCP server failed to start, answer or stay up)
      └── other           INVALID_ARGS INVARIANT UNKNOWN
 
@@ -69,6 +69,7 @@ __all__ = [
     "ResponseError",
     "ServerError",
     "TransportError",
+    "TurnLimitError",
     "UnreachableVariantError",
     "categorized",
     "error_chain",
@@ -118,8 +119,7 @@ def is_harness_error(value: object) -> bool:
     return isinstance(value, HarnessError)
 
 
-_CATEGORIES: dict[str, type[LlmError]] = {}
-"""Failure code -> the `LlmError` category subclass that stands for it."""
+_CATEGORIES: dict[str, type[LlmError]] = {}  # failure code -> its `LlmError` category subclass
 
 
 class LlmError(HarnessError):
@@ -251,6 +251,10 @@ class ResponseError(LlmError, codes=("MALFORMED_RESPONSE", "EMPTY_RESPONSE")):
 
 class OutputInvalidError(LlmError, codes=("OUTPUT_INVALID",)):
     """The answer does not match the requested output schema or type (`OUTPUT_INVALID`)."""
+
+
+class TurnLimitError(LlmError, codes=("TURN_LIMIT",)):
+    """A limit ended the turn (`TURN_LIMIT`): `max_steps`, a token budget, or `max_tokens`."""
 
 
 def categorized(error: LlmError) -> LlmError:

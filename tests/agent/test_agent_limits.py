@@ -18,7 +18,7 @@ from test_agent_crash_resume import POSTGRES_URL, _durable_backends
 from test_agent_resume import _after, _dead, _is
 
 from modelwire.agent import Agent, UsageLimits
-from modelwire.errors import HarnessError
+from modelwire.errors import HarnessError, TurnLimitError
 from modelwire.events import TurnLimit
 from modelwire.runtime import LlmRuntime
 from modelwire.session import SessionLog, open_log
@@ -89,11 +89,25 @@ async def test_a_usage_limit_ends_the_turn_mid_way(
     assert len(rig.adapter.requests) == steps
 
 
-async def test_a_turn_that_needs_no_other_step_completes_past_a_budget(rig: Rig) -> None:
-    rig.adapter.queue(text_script("done", usage=TokenUsage(1000, 100)))
-    limits = UsageLimits(total_tokens=10)
-    result = await rig.agent(usage_limits=limits).run_turn("done", "hi")
+async def test_a_last_step_past_the_budget_ends_the_turn_with_the_limit_not_completed(
+    rig: Rig,
+) -> None:
+    """Issue 30: a budget of 50 tokens, 86 billed by the only step, is not a plain `completed`:
+    the turn ends with the limit (in the log too) and still carries the step's answer."""
+    rig.adapter.queue(text_script("done", usage=TokenUsage(70, 16)))
+    result = await rig.agent(usage_limits=UsageLimits(total_tokens=50)).run_turn("done", "hi")
+    assert result.reason == TurnLimit("total_tokens", 50, 86)
+    assert (result.output, result.text, result.usage.total_tokens) == ("done", "done", 86)
+    assert of_type(await rig.log.read("done"), "turn/end")[-1].reason == result.reason
+    with pytest.raises(TurnLimitError, match=r"86 total tokens, past its budget"):
+        result.raise_for_failure()
+
+
+async def test_a_last_step_within_the_budget_completes(rig: Rig) -> None:
+    rig.adapter.queue(text_script("done", usage=TokenUsage(30, 20)))
+    result = await rig.agent(usage_limits=UsageLimits(total_tokens=50)).run_turn("done", "hi")
     assert (result.reason.kind, result.output) == ("completed", "done")
+    assert result.raise_for_failure() is result
 
 
 @pytest.mark.parametrize(

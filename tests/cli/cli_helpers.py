@@ -58,6 +58,20 @@ def cli_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str
     return env
 
 
+def on_path(home: Path, env: dict[str, str]) -> dict[str, str]:
+    """`env` with the real `modelwire` first on PATH (a shim in `home/bin`), as a shell has it
+    once the command is installed (the README's shell blocks run so)."""
+    bin_dir = home / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    shim = bin_dir / "modelwire"
+    shim.write_text(
+        "#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in modelwire_argv()) + ' "$@"\n',
+        encoding="utf-8",
+    )
+    shim.chmod(0o755)
+    return {**env, "PATH": f"{bin_dir}:{env.get('PATH', '')}"}
+
+
 RunCli = Callable[..., CliResult]
 
 

@@ -169,7 +169,7 @@ def test_readme_quick_start_streams_from_deepseek(tmp_path: Path) -> None:
 
     done = asyncio.run(serve_and_run())
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "".join(GREETING)
+    assert done.stdout == "".join(GREETING) + "\n"
 
 
 def _controlling_terminal() -> None:

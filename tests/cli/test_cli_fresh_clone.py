@@ -1,7 +1,10 @@
-"""A fresh clone of the committed `main` runs the README's two commands successfully.
+"""A fresh clone of the committed tree runs the README's two commands successfully, and then the
+command the demo's last line suggests, pasted into a new shell (issue 30).
 
-Slow (it creates virtualenvs and installs from PyPI): marked `slow`, skipped without `git`, without
-a `main` branch, or without a connection to the package index. Inside the clone the test
+The clone checks out the commit the source repository has checked out (`HEAD`: `main` in CI, a
+branch in a worktree), so what is tested is what is committed. Slow (it creates virtualenvs and
+installs from PyPI): marked `slow`, skipped without `git`, without a commit, or without a
+connection to the package index. Inside the clone the test
 command runs its gates (ruff, mypy) and a small smoke selection of the suite, not the whole suite a
 second time (the outer run is that); the clone skips this test (no recursion).
 """
@@ -65,29 +68,34 @@ def test_fresh_clone_runs_the_readme_commands(tmp_path: Path) -> None:
     if git is None:
         pytest.skip("git is not installed")
     source = Path(os.environ.get(SOURCE_ENV) or ROOT)
-    has_main = subprocess.run(
-        [git, "-C", str(source), "rev-parse", "--verify", "--quiet", "main"],
+    head = subprocess.run(
+        [git, "-C", str(source), "rev-parse", "--verify", "--quiet", "HEAD"],
         capture_output=True,
+        text=True,
         check=False,
     )
-    if has_main.returncode != 0:
-        pytest.skip("the repository has no committed main branch")
+    if head.returncode != 0:
+        pytest.skip("the repository has no commit")
     if not _index_reachable():
         pytest.skip("the package index (PyPI) is not reachable")
     clone = tmp_path / "clone"
-    subprocess.run(
-        [git, "clone", "--quiet", "--branch", "main", str(source), str(clone)],
-        check=True,
-        capture_output=True,
-    )
+    for argv in (
+        [git, "clone", "--quiet", "--no-checkout", str(source), str(clone)],
+        [git, "-C", str(clone), "checkout", "--quiet", head.stdout.strip()],
+    ):
+        subprocess.run(argv, check=True, capture_output=True)
     drop = ("VIRTUAL_ENV", "PYTHONPATH", SOURCE_ENV)
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env.update({GUARD: "1", "PYTHON": sys.executable, "HOME": str(tmp_path / "home")})
     env["XDG_DATA_HOME"] = str(tmp_path / "home" / "data")
     env["MODELWIRE_TEST_WORKERS"] = "0"  # a few smoke tests: one pytest process is quicker
-    for command in readme_commands((clone / "README.md").read_text(encoding="utf-8")):
+    commands = readme_commands((clone / "README.md").read_text(encoding="utf-8"))
+    next_step = ""
+    for command in [*commands, "the demo's last line"]:
         if command == "./scripts/test":
             command = " ".join([command, "-q", *SMOKE])
+        if command == "the demo's last line":  # pasted into a new shell: nothing on PATH
+            command = next_step
         done = subprocess.run(
             command,
             shell=True,
@@ -101,3 +109,7 @@ def test_fresh_clone_runs_the_readme_commands(tmp_path: Path) -> None:
         assert done.returncode == 0, (
             f"{command} failed:\n{done.stdout[-20000:]}\n{done.stderr[-4000:]}"
         )
+        if command == "./scripts/demo":
+            next_step = done.stdout.strip().splitlines()[-1].strip()
+    assert next_step.startswith(".venv/bin/modelwire sessions show demo-"), next_step
+    assert "550 minutes" in done.stdout and "you: My trip has three flights" in done.stdout

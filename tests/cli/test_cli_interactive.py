@@ -63,7 +63,7 @@ async def test_slash_commands_never_reach_the_model(tmp_path: Path) -> None:
                 (b"/system Answer in French.\r", "system prompt set"),
                 (b"/system\r", "Answer in French."),
                 (b"/model deepseek:deepseek-v4-pro\r", "now deepseek/deepseek-v4-pro"),
-                (b"/model nowhere:x\r", "error: unknown model 'nowhere:x'"),
+                (b"/model nowhere:x\r", "error: /model 'nowhere:x': unknown route 'nowhere'"),
             ):
                 cli.send(command)
                 at = await cli.prompt(await cli.until(answer, after=at))

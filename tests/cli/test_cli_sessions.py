@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import RunCli, assert_one_line_error, make_runner, run_cli_async, write_config
+from pgschema import PG_ENV, PG_URL, create_schema_url, drop_schema
 
 from modelwire.cli.demo_script import ScriptedReply, ScriptedStep, WireUsage
 from modelwire.cli.demo_server import DemoServer
@@ -110,4 +111,25 @@ def test_rm_deletes_sessions_after_confirmation(run_cli: RunCli, tmp_path: Path)
     assert [s["session_id"] for s in left] == ids[1:]
     assert_one_line_error(run_cli("sessions", "show", ids[0], "--log", db), ids[0])
     memory = run_cli("sessions", "rm", "x", "--yes", "--log", "memory:")
-    assert_one_line_error(memory, "SQLite")
+    assert_one_line_error(memory, "no session 'x' in memory:")
+
+
+@pytest.mark.skipif(PG_URL is None, reason=f"{PG_ENV} is not set")
+async def test_rm_deletes_sessions_from_postgresql(run_cli: RunCli) -> None:
+    """Issue 30: `sessions rm` works on a PostgreSQL log (`SessionLog.delete`)."""
+    assert PG_URL is not None
+    name, url = await create_schema_url(PG_URL)
+    try:
+        for _ in range(2):
+            assert run_cli("demo", "--delay-ms", "0", "--log", url).code == 0
+        listed = json.loads(run_cli("sessions", "list", "--log", url, "--json").out)
+        ids = [s["session_id"] for s in listed]
+        removed = run_cli("sessions", "rm", ids[0], "--yes", "--log", url)
+        assert removed.code == 0, removed.err
+        assert "deleted 1 session(s)" in removed.err and "postgresql://" in removed.err
+        left = json.loads(run_cli("sessions", "list", "--log", url, "--json").out)
+        assert [s["session_id"] for s in left] == ids[1:]
+        gone = run_cli("sessions", "rm", ids[0], "--yes", "--log", url)
+        assert_one_line_error(gone, f"no session {ids[0]!r}")
+    finally:
+        await drop_schema(PG_URL, name)

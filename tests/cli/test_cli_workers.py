@@ -22,7 +22,7 @@ from cli_helpers import (
     CliResult,
     assert_one_line_error,
     cli_env,
-    modelwire_argv,
+    on_path,
     run_cli_async,
     spawn_cli,
 )
@@ -224,6 +224,7 @@ async def test_submit_run_wait_status_and_a_graceful_sigterm(
         "failed": 0,
         "by_worker": {},
         "expired": 0,
+        "cancelled": 0,
     }
     assert re.search(r"^completed\s+2$", text.out, re.MULTILINE), text.out
 
@@ -303,7 +304,8 @@ async def test_sigterm_mid_turn_releases_the_lease_and_another_worker_finishes_t
     assert code == 0, err
     assert f"released {ticket} (session s-slow) unfinished" in err
     left = json.loads((await _cli(tmp_path, "queue", "status", "--log", str(db), "--json")).out)
-    assert (left["running"], left["expired"], sum(left["by_worker"].values())) == (1, 1, 1)
+    # the stopped worker's ticket is no longer running under its name: an expired lease
+    assert (left["running"], left["expired"], left["by_worker"]) == (0, 1, {})
 
     second = await spawn_cli(tmp_path, args, env)
     try:
@@ -380,8 +382,16 @@ async def test_a_second_signal_exits_at_once_and_the_turn_is_resumed_elsewhere(
             ["--system is for --model"],
             id="system-with-agent",
         ),
-        pytest.param(["--model", "qwen3"], ["'qwen3'", "ROUTE:MODEL"], id="model-without-route"),
-        pytest.param(["--model", "nowhere:x"], ["'nowhere'", "known routes"], id="unknown-route"),
+        pytest.param(
+            ["--model", "qwen3"],
+            ["DEEPSEEK_API_KEY is not set", "'deepseek' route"],
+            id="a-model-of-the-default-route-needs-its-key",
+        ),
+        pytest.param(
+            ["--model", "nowhere:x"],
+            ["unknown route 'nowhere'", "known routes: deepseek"],
+            id="unknown-route",
+        ),
         pytest.param(
             ["--model", "local:nope", "--config", "config.toml"],
             ["'nope'", "local"],
@@ -490,38 +500,42 @@ async def test_help_lists_the_commands_with_examples(
     assert f"modelwire {command[0]}" in result.out.split("Examples:")[1]
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="needs bash")
-async def test_the_readme_block_runs_as_written(tmp_path: Path, echo: EchoModel) -> None:
+async def _readme_block(tmp_path: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    """The README's Many workers block, run as one `bash -e` script with `modelwire` on PATH."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     match = re.search(r"## Many workers\n.*?```bash\n(.*?)```", readme, re.DOTALL)
     assert match is not None, "the README has no Many workers block"
-    _home(tmp_path, echo)
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "modelwire"
-    shim.write_text(
-        "#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in modelwire_argv()) + ' "$@"\n',
-        encoding="utf-8",
-    )
-    shim.chmod(0o755)
-    env = cli_env(tmp_path, {"MODELWIRE_CONFIG": str(tmp_path / "config.toml")})
-    env["PATH"] = f"{bin_dir}:{env.get('PATH', '')}"
+    full = on_path(tmp_path, cli_env(tmp_path, env))
     proc = await asyncio.create_subprocess_exec(
-        "bash",
-        "-e",
-        "-o",
-        "pipefail",
-        "-c",
-        match.group(1),
-        env=env,
-        cwd=tmp_path,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+        "bash", "-e", "-o", "pipefail", "-c", match.group(1),
+        env=full, cwd=tmp_path, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(), 120)
-    assert proc.returncode == 0, f"{out.decode()}\n{err.decode()}"
-    assert "echo: Summarize the quarterly report\n" in out.decode()
-    assert re.search(r"^completed\s+1$", out.decode(), re.MULTILINE), out.decode()
-    assert "modelwire worker: claimed tk_" in err.decode() and "Traceback" not in err.decode()
-    assert (tmp_path / "jobs.db").is_file()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs bash")
+async def test_the_readme_block_runs_as_written(tmp_path: Path, echo: EchoModel) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[deepseek]\nbase_url = "{echo.base_url}"\n', encoding="utf-8")
+    env = {"MODELWIRE_CONFIG": str(config), "DEEPSEEK_API_KEY": "sk-readme-0123456789"}
+    code, out, err = await _readme_block(tmp_path, env)
+    assert code == 0, f"{out}\n{err}"
+    assert "echo: Summarize the quarterly report\n" in out
+    assert re.search(r"^tk_\w+ +completed +report-42 +\S+:\d+", out, re.MULTILINE), out
+    assert re.search(r"^completed\s+1$", out, re.MULTILINE), out
+    assert "modelwire worker: claimed tk_" in err and "idle, stopping" in err
+    assert "Traceback" not in err and (tmp_path / "jobs.db").is_file()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs bash")
+async def test_the_readme_block_without_a_key_stops_at_the_worker_naming_it(
+    tmp_path: Path,
+) -> None:
+    code, out, err = await _readme_block(tmp_path, {})
+    assert code == 2, f"{out}\n{err}"
+    assert out == ""  # `ticket=$(…)` took the submit's output; nothing after the worker ran
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: DEEPSEEK_API_KEY is not set"), last

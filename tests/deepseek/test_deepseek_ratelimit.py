@@ -221,6 +221,7 @@ async def test_open_runtime_applies_the_deepseek_section_limits(tmp_path: Path) 
             f'[deepseek]\nbase_url = "{server.url}"\napi_key = "{KEY}"\nmax_concurrency = 2\n',
             encoding="utf-8",
         )
+        file.chmod(0o600)  # it holds a key: private, or open_runtime warns
         runtime = open_runtime(file, env={})
 
         async def one() -> str:

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
+from modelwire.adapters.providers.catalog import load_catalog
 from modelwire.adapters.providers.compat import NO_SWITCHES
 from modelwire.adapters.providers.config import resolve_profiles
 from modelwire.adapters.providers.context import NContext, NUser
@@ -19,18 +20,51 @@ from modelwire.adapters.providers.protocols.openai_completions import (
 from modelwire.adapters.providers.protocols.request import RequestOptions
 
 
-def _model(base_url: str, model_id: str = "m", **compat: Any) -> Any:
+def _model(
+    base_url: str, model_id: str = "m", *, sized: bool = True, route: str = "gw", **compat: Any
+) -> Any:
     entry: dict[str, Any] = {"id": model_id, "reasoning_efforts": {"high": "high"}}
+    if sized:
+        entry["max_tokens"] = 4096
     if compat:
         entry["compat"] = compat
     profile = {"api": "openai-completions", "base_url": base_url, "models": [entry]}
-    return resolve_profiles({"providers": {"gw": profile}})["gw"].models[model_id]
+    return resolve_profiles({"providers": {route: profile}})[route].models[model_id]
 
 
-def _body(model: Any) -> dict[str, Any]:
+def _body(model: Any, max_tokens: int | None = None) -> dict[str, Any]:
     ctx = NContext("sys", (NUser("hi"),), ())
-    request = build_completions_request(model, ctx, RequestOptions(effort="high"))
+    options = RequestOptions(effort="high", max_tokens=max_tokens)
+    request = build_completions_request(model, ctx, options)
     return msgspec.json.decode(request.body)  # type: ignore[no-any-return]
+
+
+def _cap(body: dict[str, Any]) -> object:
+    return body.get("max_tokens", body.get("max_completion_tokens"))
+
+
+def test_a_model_nothing_sizes_leaves_the_output_cap_to_the_server() -> None:
+    """Issue 30: no entry `max_tokens`, no catalog model, no `default_max_tokens`: a local
+    OpenAI-compatible server gets no `max_tokens` (not a blind 32,768) unless the caller names
+    one; the model's own limit is sent whenever something knows it."""
+    local = "http://127.0.0.1:11434/v1"
+    unsized = _body(_model(local, "qwen3:8b", sized=False))
+    assert not {"max_tokens", "max_completion_tokens"} & set(unsized)
+    assert _cap(_body(_model(local, "qwen3:8b", sized=False), max_tokens=300)) == 300
+    assert _cap(_body(_model(local, "qwen3:8b"))) == 4096  # the entry's own limit
+    profile = {
+        "api": "openai-completions",
+        "base_url": local,
+        "default_max_tokens": 2048,
+        "models": [{"id": "qwen3:8b"}],
+    }
+    defaulted = resolve_profiles({"providers": {"gw": profile}})["gw"].models["qwen3:8b"]
+    assert _cap(_body(defaulted)) == 2048
+    listed = load_catalog().providers["groq"].models[0]  # a catalog model: its own limit
+    model = resolve_profiles({"providers": {"groq": {}}})["groq"].models[listed.id]
+    assert model.max_tokens_known and model.max_tokens == listed.max_tokens != 32_768
+    estimate = 2  # the prompt, "sys" and "hi": ceil(5 characters / 4)
+    assert _cap(_body(model)) == min(listed.max_tokens, listed.context_window - estimate - 4096)
 
 
 # (store sent, system role, max-tokens field, reasoning_effort sent; OpenRouter sends `reasoning`)

@@ -55,7 +55,8 @@ async def test_missing_psycopg_is_log_unavailable_with_install_hint(
     with pytest.raises(HarnessError) as info:
         await open_log("postgresql://user:pw@db.example/x")
     assert info.value.code == ErrorCode.LOG_UNAVAILABLE
-    assert "modelwire[postgres]" in info.value.message
+    assert "pip install 'psycopg[binary]>=3.1'" in info.value.message  # works without a release
+    assert "pip install '.[postgres]'" in info.value.message
 
 
 def test_described_url_drops_password_and_query() -> None:

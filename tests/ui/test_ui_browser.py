@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,8 @@ from cdp import Browser, Page, chromium_path, launch
 from png import png_stats
 from ui_logs import XSS_USER, FakeClock, Pause, Sessions, build_sessions, rig_for, text
 
-from modelwire.session import MemoryLog, UserMessage
+from modelwire.meter import TokenMeter
+from modelwire.session import MemoryLog, UserMessage, open_log
 from modelwire.ui import UiServer, serve
 from modelwire.vocab import BlockStart, TextDelta, user_message
 
@@ -230,3 +232,47 @@ async def test_a_running_session_updates_live(scene: Scene) -> None:
     assert await scene.count(".tl-turn") == 2
     assert int(await page.evaluate("document.body.dataset.nextSeq")) > before
     assert await scene.count(".tl-attempt.status-running") == 0
+
+
+async def test_the_demo_sessions_cost_shows_in_the_list_and_on_its_page(tmp_path: Path) -> None:
+    """Issue 30: the inspector shows the cost the meter (and `sessions usage`) gives the demo's
+    session, in the list's cost cell and the session's summary, instead of "—"."""
+    binary = _chromium()
+    db = tmp_path / "demo.db"
+    demo = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "modelwire", "demo", "--delay-ms", "0", "--log", str(db),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data")},
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(demo.communicate(), 120)
+    assert demo.returncode == 0, out.decode() + err.decode()
+    log = await open_log(f"sqlite:///{db}")
+    try:
+        (info,) = await log.sessions()
+        cost = TokenMeter.project(await log.read(info.session_id)).cost
+        assert cost is not None and cost > 0
+        server = await serve(log, poll_interval=0.05)
+        try:
+            async with launch(binary) as browser:
+                page = await browser.new_page()
+                await page.goto(server.url)
+                await page.wait_for("document.body.dataset.loaded", timeout=BOUND)
+                # fmtCost: two significant digits below $0.01 ($0.0000783552 -> $0.000078)
+                shown = await page.evaluate(f"'$' + Number('{cost}').toPrecision(2)")
+                assert shown == "$0.000078", shown
+                row = "#sessions tbody tr td:nth-child(8)"
+                await page.wait_for(
+                    f"document.querySelector({json.dumps(row)}).textContent === '{shown}'",
+                    timeout=BOUND,
+                )
+                await page.goto(server.url.rstrip("/") + f"/session?id={info.session_id}")
+                await page.wait_for("document.body.dataset.loaded", timeout=BOUND)
+                stat = "[...document.querySelectorAll('#summary .stat')].find(s => s.textContent.endsWith('cost'))"
+                assert await page.evaluate(f"{stat}.querySelector('.stat-value').textContent") == (
+                    shown
+                )
+                assert page.exceptions == [], page.exceptions
+        finally:
+            await server.close()
+    finally:
+        await log.close()

@@ -2,7 +2,7 @@
 
 The one-line surface: `Agent.from_model("route:model", tools=[...])`, tools from typed functions
 (`@tool`, `Tool.from_function`), typed outputs (`output_type`), per-turn limits (`max_steps`,
-`UsageLimits`), `agent.run_sync(...)` and `open_runtime()`.
+`UsageLimits`), `agent.run_sync(...)`, `agent.stream_turn(...)` and `open_runtime()`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .limits import UsageLimits
 from .loop import Agent, AgentPlugin, TurnResult, UserInput
 from .output import FINAL_TOOL
 from .setup import open_runtime
+from .streaming import TurnStream
 from .toolcall import ToolOutcome, run_tool_call
 from .tools import Tool, tool
 from .wait import wait_cancellably
@@ -51,6 +52,7 @@ __all__ = [
     "ToolOutcome",
     "TurnResult",
     "TurnSignal",
+    "TurnStream",
     "UsageLimits",
     "UserInput",
     "Waterfall",

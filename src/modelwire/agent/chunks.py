@@ -3,22 +3,36 @@
 On cancellation the interrupted prefix is committed as an `interrupted` assistant message citing
 exactly the logged chunks (spec F6), then the cancellation goes on. A client-side rate-limit wait
 of the attempt's call (`runtime.ratewait`) is logged as `llm/rate-limit-wait` when it starts.
+The turn's `CallSink` hears of the attempt beside the log: its final usage goes into the turn's
+tally however the stream ends, and a live listener (`Agent.stream_turn`) gets every chunk.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
 
 from ..assembler import BlockAssembler
 from ..events_ratelimit import LlmRateLimitWait, RateLimitNotice
+from ..meter import TokenMeter
 from ..runtime.ratewait import listen_for_rate_limit_waits
-from ..session.events import AssistantChunk, AssistantMessage
+from ..session.events import AssistantChunk, AssistantMessage, RequestContext
 from ..session.log import SessionLog
 from ..vocab import ModelSource, StreamChunk, assistant_message
 from .cancel import TurnCancelled, TurnSignal, cancellation
 
-__all__ = ["consume"]
+__all__ = ["CallSink", "consume"]
+
+
+@dataclass(slots=True)
+class CallSink:
+    """What a turn's provider calls report beside the log: the `tally` of their usage (each
+    call's final sample at its prices, as the log's own fold counts it) and the `listener`
+    that hears each chunk as it arrives (None: nobody streams the turn)."""
+
+    tally: TokenMeter = field(default_factory=TokenMeter)
+    listener: Callable[[StreamChunk], None] | None = None
 
 
 async def consume(
@@ -31,8 +45,11 @@ async def consume(
     step: int,
     attempt: int,
     source: ModelSource,
+    sink: CallSink,
+    context: RequestContext | None,
 ) -> tuple[BlockAssembler, tuple[int, ...]]:
-    """Log and fold every chunk of `stream`; the assembler and the seqs of the logged chunks."""
+    """Log and fold every chunk of `stream`; the assembler and the seqs of the logged chunks.
+    `sink` hears each chunk and the call's usage, at the prices of its `request/context`."""
 
     async def waits(notice: RateLimitNotice) -> None:
         wait = LlmRateLimitWait(
@@ -46,10 +63,25 @@ async def consume(
         )
         await log.append(sid, wait)
 
-    with listen_for_rate_limit_waits(waits):
-        return await _consume(
-            log, sid, signal, stream, turn=turn, step=step, attempt=attempt, source=source
-        )
+    assembler = BlockAssembler()
+    try:
+        with listen_for_rate_limit_waits(waits):
+            seqs = await _consume(
+                log,
+                sid,
+                signal,
+                stream,
+                assembler,
+                sink.listener,
+                turn=turn,
+                step=step,
+                attempt=attempt,
+                source=source,
+            )
+    finally:  # the sample the log holds for this call, an interrupted one's included
+        pricing = None if context is None else context.pricing
+        sink.tally.record((turn, step, attempt), assembler.usage, pricing)
+    return assembler, seqs
 
 
 async def _consume(
@@ -57,13 +89,14 @@ async def _consume(
     sid: str,
     signal: TurnSignal,
     stream: AsyncIterator[StreamChunk],
+    assembler: BlockAssembler,
+    listener: Callable[[StreamChunk], None] | None,
     *,
     turn: int,
     step: int,
     attempt: int,
     source: ModelSource,
-) -> tuple[BlockAssembler, tuple[int, ...]]:
-    assembler = BlockAssembler()
+) -> tuple[int, ...]:
     seqs: list[int] = []
     # One writer per attempt: a chunk is validated, given its seq and buffered without a wait
     # whenever the log can take it so (`push`); otherwise it is appended the ordinary way.
@@ -76,6 +109,8 @@ async def _consume(
     single = None
     if batches is None:
         batches = single = _one_by_one(stream)
+    if listener is not None:  # a turn streamed live: the listener hears each batch first
+        batches = _heard(batches, listener)
     try:
         async for batch in batches:
             for chunk in batch:
@@ -118,7 +153,7 @@ async def _consume(
         closer = getattr(stream, "aclose", None)  # the whole stream, whichever view was taken
         if closer is not None:
             await closer()
-    return assembler, tuple(seqs)
+    return tuple(seqs)
 
 
 async def _one_by_one(
@@ -127,6 +162,16 @@ async def _one_by_one(
     """A stream that offers no batches (a middleware wraps it), as batches of one."""
     async for chunk in iterator:
         yield (chunk,)
+
+
+async def _heard(
+    batches: AsyncIterator[Sequence[StreamChunk]], listener: Callable[[StreamChunk], None]
+) -> AsyncGenerator[Sequence[StreamChunk], None]:
+    """`batches`, each told to `listener` chunk by chunk before it is logged."""
+    async for batch in batches:
+        for chunk in batch:
+            listener(chunk)
+        yield batch
 
 
 async def _landed(log: SessionLog, sid: str, data: AssistantChunk, seqs: list[int]) -> bool:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ..errors import HarnessError, normalize_llm_failure
+from ..meter import ZERO_USAGE
 from ..session.events import (
     AbortCause,
     TurnAborted,
@@ -22,7 +24,7 @@ from ..session.events import (
     TurnEndReason,
     TurnErrored,
 )
-from ..vocab import Message
+from ..vocab import Message, StreamChunk
 from .cancel import TurnCancelled, TurnSignal
 from .hooks import AgentHooks, AgentLike, ErrorContext, TurnHookContext
 from .limits import UsageLimits
@@ -61,8 +63,10 @@ async def run_frame(
     output: OutputSpec | None,
     signal: TurnSignal,
     opener: Callable[[LogView], Awaitable[TurnState]],
+    listener: Callable[[StreamChunk], None] | None = None,
 ) -> TurnResult[Any]:  # Any: the turn's output type
-    """The turn frame shared by `run_turn` and `resume_turn`: open, Steps, `turn/end`."""
+    """The turn frame shared by `run_turn` and `resume_turn`: open, Steps, `turn/end`;
+    `listener` hears every chunk of the turn's provider calls (`Agent.stream_turn`)."""
     log = agent.log
     agent._signals[sid] = signal
     try:
@@ -70,6 +74,7 @@ async def run_frame(
     except BaseException:
         agent._signals.pop(sid, None)
         raise
+    state.sink.listener = listener
     turn = state.turn
     reason: TurnEndReason = TurnCompleted()
     try:
@@ -111,9 +116,17 @@ async def run_frame(
         agent._signals.pop(sid, None)
     await end_turn(agent, sid, turn, reason)
     messages = derive_messages(await log.read(sid, state.start_seq, chunks=False))
-    result: TurnResult[Any] = TurnResult(turn, reason, messages, state.output)  # Any: its type
-    if output is None and isinstance(reason, TurnCompleted):  # plain text: the answer
-        result = TurnResult(turn, reason, messages, result.text)
+    report = state.sink.tally.report()
+    result: TurnResult[Any] = TurnResult(  # Any: the turn's output type
+        turn,
+        reason,
+        messages,
+        state.output,
+        usage=report.turns.get(turn, ZERO_USAGE),
+        cost=report.turns_cost.get(turn),
+    )
+    if output is None and (isinstance(reason, TurnCompleted) or state.answered):  # the text
+        result = replace(result, output=result.text)
     return result
 
 

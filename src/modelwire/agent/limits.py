@@ -4,6 +4,8 @@ Both are read from the log, so a resumed turn keeps counting where the dead proc
 step count is the turn's last `step/start`, the usage is the token projection (`TokenMeter`) of
 the turn's events, failed attempts included. Limits are checked when another step is due; one
 that is exceeded ends the turn with `TurnLimit` (`turn/end {kind: "limit"}`), never an exception.
+A token budget is checked once more when the turn would end: a last step that passed it ends the
+turn with the limit too (its answer is kept on the result), never as a plain `completed`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from ..events import TurnLimit
 from ..meter import TokenMeter
 from ..session.log import SessionLog
 
-__all__ = ["TurnUsage", "UsageLimits", "check_count", "check_usage_limits", "exceeded"]
+__all__ = [
+    "TurnUsage",
+    "UsageLimits",
+    "check_count",
+    "check_usage_limits",
+    "exceeded",
+    "over_budget",
+]
 
 
 TokenLimit: TypeAlias = Literal["input_tokens", "output_tokens", "total_tokens"]
@@ -103,6 +112,11 @@ async def exceeded(
     """The limit that forbids another step after `steps` steps, or None."""
     if steps >= max_steps:
         return TurnLimit("max_steps", max_steps, steps)
+    return await over_budget(limits, usage)
+
+
+async def over_budget(limits: UsageLimits | None, usage: TurnUsage) -> TurnLimit | None:
+    """The first token budget of `limits` the turn's usage has passed, or None."""
     if limits is None:
         return None
     used_in, used_out, used_total = await usage.read()

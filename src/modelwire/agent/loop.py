@@ -12,21 +12,17 @@ are run by a `TurnLoop` (`turn.py`).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Generic, Protocol, TypeVar, overload
 
-from ..errors import ErrorCode, HarnessError
+from ..errors import HarnessError
 from ..runtime.sync import run_sync
-from ..session.events import (
-    AbortCause,
-    TurnStart,
-)
 from ..session.lease import Lease
 from ..session.log import SessionLog
-from ..vocab import Message
+from ..vocab import Message, StreamChunk
 from .cancel import TurnSignal
+from .controls import AgentControls
 from .frame import run_frame
 from .hooks import AgentHooks
 from .inputs import UserInput, as_user_message
@@ -35,14 +31,15 @@ from .limits import UsageLimits, check_count, check_usage_limits
 from .options import check_max_tokens, check_ms, output_of, tool_map
 from .output import OutputSpec
 from .ports import RuntimeLike
-from .repair import DEFAULT_REPAIR_AFTER_MS, repair_facts
+from .repair import DEFAULT_REPAIR_AFTER_MS
 from .request import LogView, RequestSeed
 from .result import OutputT, TurnResult
-from .setup import ConfigSource, LazyLog, default_log_url, open_runtime, split_model
+from .setup import ConfigSource, LazyLog, default_log_url, open_runtime, served_model
 from .step import SessionState, StepRunner
+from .streaming import TurnStream
 from .toolbox import ToolBox, ToolSource
 from .tools import Tool
-from .turn import TurnState, open_resumed
+from .turn import TurnState, open_new, open_resumed
 from .wait import Sleep
 
 __all__ = ["Agent", "AgentPlugin", "TurnResult", "UserInput"]
@@ -65,7 +62,7 @@ class AgentPlugin(Protocol):
         ...
 
 
-class Agent(Generic[OutputT]):
+class Agent(AgentControls, Generic[OutputT]):
     """The Turn/Step loop over one runtime and one session log (see the module docstring).
 
     `provider`/`model` seed the first request; `system` and `tools` (`Tool`s, or typed functions
@@ -137,43 +134,79 @@ class Agent(Generic[OutputT]):
         self.system = system
         self.reasoning_effort = reasoning_effort
         self.temperature = temperature
+        super().__init__()
         self.hooks = AgentHooks()
         self._sessions: dict[str, SessionState] = {}
-        self._inbox: dict[str, list[Message]] = {}
-        self._signals: dict[str, TurnSignal] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._opened: dict[str, int] = {}  # session -> a turn this instance opened, not yet ended
-        self._disposers: list[Callable[[], object]] = []
-        self._closed = False
         for plugin in plugins:
             self.use(plugin)
 
     @classmethod
     def from_model(
         cls,
-        model: str,
+        model: str | None = None,
         tools: Iterable[Tool | Callable[..., Any]] = (),  # Any: a tool function's parameters
         log: SessionLog | str | None = None,
         *,
         output_type: type[OutputT] | None = None,
         config: ConfigSource = None,
         runtime: RuntimeLike | None = None,
-        **options: Any,  # Any: the keyword options of `Agent`, passed through
+        system: str | None = None,
+        plugins: Iterable[AgentPlugin] = (),
+        output_retries: int = 1,
+        max_steps: int = 50,
+        max_parallel_tools: int = 8,
+        usage_limits: UsageLimits | Mapping[str, int | None] | None = None,
+        max_tokens: int | None = None,
+        reasoning_effort: str | None = None,
+        temperature: float | None = None,
+        repair_after_ms: float = DEFAULT_REPAIR_AFTER_MS,
+        lease_ms: float | None = DEFAULT_LEASE_MS,
+        lease_renew_ms: float | None = None,
+        owner: str | None = None,
+        cancel_grace_ms: float = 2_000.0,
+        clock: Callable[[], int] | None = None,
+        sleep: Sleep | None = None,
     ) -> Agent[OutputT]:
-        """An agent on `"route:model"` with the routes of `open_runtime(config)` (or `runtime`)
-        and the log `log` (a `SessionLog`, a URL opened on first use, or None: `$MODELWIRE_LOG`,
-        else the default SQLite file in the user data dir; a URL is closed by `close()`);
-        `options` are `Agent`'s."""
-        provider, name = split_model(model)
+        """An agent on `"route:model"` (None: the config's `[default]` model) with the routes of
+        `open_runtime(config)` (or `runtime`) and the log `log` (a `SessionLog`, a URL opened on
+        first use, or None: `$MODELWIRE_LOG`, else the default SQLite file in the user data dir;
+        a URL is closed by `close()`); the other options are `Agent`'s. A route the runtime does
+        not serve is `NO_ADAPTER` naming it and the known routes."""
+        served = runtime if runtime is not None else open_runtime(config)
+        provider, name = served_model(served, model)
         url = default_log_url() if log is None else log
         opened = LazyLog(url) if isinstance(url, str) else url
-        served = runtime if runtime is not None else open_runtime(config)
-        agent = cls(served, opened, provider, name, tools=tools, output_type=output_type, **options)
+        agent = cls(
+            served,
+            opened,
+            provider,
+            name,
+            system=system,
+            tools=tools,
+            plugins=plugins,
+            output_type=output_type,
+            output_retries=output_retries,
+            max_steps=max_steps,
+            max_parallel_tools=max_parallel_tools,
+            usage_limits=usage_limits,
+            max_tokens=max_tokens,
+            reasoning_effort=reasoning_effort,
+            temperature=temperature,
+            repair_after_ms=repair_after_ms,
+            lease_ms=lease_ms,
+            lease_renew_ms=lease_renew_ms,
+            owner=owner,
+            cancel_grace_ms=cancel_grace_ms,
+            clock=clock,
+            sleep=sleep,
+        )
         if opened is not url:
             agent._disposers.insert(0, opened.close)  # the log it opened closes last
         return agent
 
-    # ---- plugins, inbox, cancellation ----------------------------------------------------------
+    # ---- plugins (inbox, cancellation and closing: `AgentControls`) ----------------------------
 
     def use(self, plugin: AgentPlugin) -> None:
         """Install a plugin now; a callable returned by `install` is kept as its disposer."""
@@ -181,50 +214,11 @@ class Agent(Generic[OutputT]):
         if callable(disposer):
             self._disposers.append(disposer)
 
-    def inject(self, session_id: str, content: UserInput) -> None:
-        """Queue a user message; it enters the session at the start of the next Step."""
-        message = as_user_message(content)
-        if message is not None:
-            self._inbox.setdefault(session_id, []).append(message)
+    async def _start(self) -> None:
+        await self.toolbox.ready()
 
-    def cancel(self, session_id: str, kind: AbortCause | None = None) -> bool:
-        """Cancel the running turn of `session_id` (cause `user` by default); False if none runs."""
-        signal = self._signals.get(session_id)
-        if signal is None:
-            return False
-        cause = kind or AbortCause("user")
-        signal.cancel(cause.kind, cause.reason)
-        return True
-
-    async def close(self) -> None:
-        """Cancel running turns (cause `disposed`), run plugin disposers in reverse order, then
-        stop the MCP servers this agent started."""
-        if self._closed:
-            return
-        self._closed = True
-        for signal in list(self._signals.values()):
-            signal.cancel("disposed")
-        try:
-            while self._disposers:
-                result = self._disposers.pop()()
-                if inspect.isawaitable(result):
-                    await result
-        finally:
-            await self.toolbox.aclose()
-
-    async def __aenter__(self) -> Agent[OutputT]:
-        """Start the MCP servers now (else the first request does); `close()` on exit. If one
-        cannot start, those that did are stopped again and its failure is raised."""
-        self._check_usable()
-        try:
-            await self.toolbox.ready()
-        except BaseException:
-            await self.toolbox.aclose()
-            raise
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.close()
+    async def _release(self) -> None:
+        await self.toolbox.aclose()
 
     def _session(self, session_id: str) -> SessionState:
         """This instance's state of `session_id`: its log view (refresh it before use) and
@@ -300,6 +294,24 @@ class Agent(Generic[OutputT]):
         repaired at once) or `lease` (a queue's claim) is held; a lease lost meanwhile raises
         `LEASE_LOST`. `ticket` is recorded on `turn/start` (a turn queue's ticket id).
         """
+        return await self._new_turn(session_id, user_input, output_type, lease, ticket)
+
+    def stream_turn(self, session_id: str, user_input: UserInput) -> TurnStream[OutputT]:
+        """`run_turn`, streamed: `async for chunk in agent.stream_turn(sid, text)` (or
+        `.text()`) as the turn runs, then `await` it for the `TurnResult` (`streaming.py`)."""
+        return TurnStream(
+            lambda heard: self._new_turn(session_id, user_input, None, listener=heard)
+        )
+
+    async def _new_turn(
+        self,
+        session_id: str,
+        user_input: UserInput,
+        output_type: object,
+        lease: Lease | None = None,
+        ticket: str | None = None,
+        listener: Callable[[StreamChunk], None] | None = None,
+    ) -> TurnResult[Any]:  # Any: the output type of this turn
         self._check_usable()
         first = as_user_message(user_input)
         output = self._output(output_type)
@@ -310,6 +322,7 @@ class Agent(Generic[OutputT]):
                 output,
                 lease,
                 lambda view, held: self._open_new(session_id, view, first, held, ticket),
+                listener,
             )
 
     @overload
@@ -354,25 +367,15 @@ class Agent(Generic[OutputT]):
             return self.output
         return output_of(output_type, self.tool_map, self._outputs)
 
-    def _check_usable(self) -> None:
-        if self._closed:
-            raise HarnessError("agent is closed", ErrorCode.INVALID_ARGS)
-
     async def _open_new(
         self, sid: str, view: LogView, first: Message | None, held: Lease | None, ticket: str | None
     ) -> TurnState:
-        turn = view.last_turn + 1
-        # One conditional append: the repair and the turn number are decisions derived from
-        # the view, so they land only if no other writer appended since (else STALE_WRITE).
         # A lease taken over from an earlier holder proves that holder gone.
         ours = self._opened.get(sid) == view.open_turn or (held is not None and bool(held.prior))
-        facts = [
-            *repair_facts(sid, view, ours, self.clock(), self.repair_after_ms),
-            TurnStart(turn, ticket),
-        ]
-        events = await self.log.append_many(sid, facts, expect_seq=view.next_seq)
-        self._opened[sid] = turn
-        return TurnState(turn, events[-1].seq, entered=[first] if first is not None else [])
+        now = self.clock()
+        state = await open_new(self.log, sid, view, first, ticket, ours, now, self.repair_after_ms)
+        self._opened[sid] = state.turn
+        return state
 
     async def _open_resumed(self, sid: str, view: LogView) -> TurnState:
         state = await open_resumed(self.log, sid, view)
@@ -385,6 +388,7 @@ class Agent(Generic[OutputT]):
         output: OutputSpec | None,
         given: Lease | None,
         opener: Callable[[LogView, Lease | None], Awaitable[TurnState]],
+        listener: Callable[[StreamChunk], None] | None = None,
     ) -> TurnResult[Any]:  # Any: the turn's output type
         """The turn under the session's lease (`leasing.py`)."""
         signal = TurnSignal(asyncio.current_task())
@@ -393,4 +397,4 @@ class Agent(Generic[OutputT]):
             signal.cancel("disposed", f"lease lost: {error.message}")
 
         async with self.leases.turn(sid, given, lost) as held:
-            return await run_frame(self, sid, output, signal, lambda v: opener(v, held))
+            return await run_frame(self, sid, output, signal, lambda v: opener(v, held), listener)

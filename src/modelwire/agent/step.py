@@ -48,7 +48,7 @@ from ..vocab import (
     ToolCallBlock,
 )
 from .cancel import TurnSignal, cancellation
-from .chunks import consume
+from .chunks import CallSink, consume
 from .hooks import (
     AgentHooks,
     AgentLike,
@@ -81,12 +81,13 @@ class SessionState:
 
 @dataclass(frozen=True, slots=True)
 class StepFrame:
-    """Which Step a `StepRunner` call is about: session, turn signal, turn and step number."""
+    """Which Step a `StepRunner` call is about: session, signal, turn, step, the turn's sink."""
 
     session: SessionState
     signal: TurnSignal
     turn: int
     step: int
+    sink: CallSink
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +123,7 @@ class _Request:
 
 @dataclass(frozen=True, slots=True)
 class _Answer:
-    """The committed message of a Step's successful attempt, and whether the request offered the
-    final-answer tool."""
+    """A Step's committed answer, and whether its request offered the final-answer tool."""
 
     message: Message
     finish: FinishReason
@@ -260,6 +260,8 @@ class StepRunner:
                 step=frame.step,
                 attempt=attempt,
                 source=source,
+                sink=frame.sink,
+                context=frame.session.context,
             )
             finish = assembler.finish
             if isinstance(finish, (Error, Aborted)):
@@ -306,8 +308,8 @@ class StepRunner:
             return None
 
     async def _context_changed(self, session: SessionState, context: RequestContext) -> bool:
-        """Whether `context` differs from the latest logged one: the view folds all but the
-        prices, which are read back from the log once per session state, then remembered."""
+        """Whether `context` differs from the latest logged one (the view folds all but the
+        prices, read back from the log once per session state)."""
         if session.view.latest_context != (context.provider, context.model, context.context_window):
             return True
         if session.context != context:

@@ -14,25 +14,30 @@ from dataclasses import dataclass, field
 
 from ..errors import ErrorCode, HarnessError, OutputInvalidError
 from ..events import OutputCorrection
-from ..session.events import TurnBlocked, TurnCompleted, TurnEndReason, TurnMaxTokens
+from ..meter import TokenMeter
+from ..session.events import TurnBlocked, TurnCompleted, TurnEndReason, TurnMaxTokens, TurnStart
 from ..session.log import SessionLog
 from ..vocab import Message
 from .cancel import TurnSignal, cancellation
+from .chunks import CallSink
 from .hooks import AgentHooks, AgentLike, Block, PreStepContext
-from .limits import TurnUsage, UsageLimits, exceeded
+from .limits import TurnUsage, UsageLimits, exceeded, over_budget
 from .output import Accepted, Rejected
+from .repair import repair_facts
 from .request import LogView
 from .resume import ResumePoint, resume_point, resume_step
 from .step import SessionState, StepFrame, StepOutcome, StepRunner
 
-__all__ = ["TurnLoop", "TurnState", "open_resumed"]
+__all__ = ["TurnLoop", "TurnState", "open_new", "open_resumed"]
 
 
 @dataclass(slots=True)
 class TurnState:
     """The running turn inside the frame: its number, where its events start, the Step count,
     the messages entering the next Step, when resuming where the dead process stopped, the output
-    corrections so far (and the step of the last one) and the accepted output."""
+    corrections so far (and the step of the last one), the accepted output, whether the turn
+    ended on an answer past a token budget (`answered`), and what hears its provider calls
+    (`sink`: their usage tally — a resumed turn's read back from the log first — and chunks)."""
 
     turn: int
     start_seq: int
@@ -42,6 +47,28 @@ class TurnState:
     corrections: int = 0
     corrected_step: int = 0
     output: object = None
+    answered: bool = False
+    sink: CallSink = field(default_factory=CallSink)
+
+
+async def open_new(
+    log: SessionLog,
+    sid: str,
+    view: LogView,
+    first: Message | None,
+    ticket: str | None,
+    ours: bool,
+    now: int,
+    repair_after_ms: float,
+) -> TurnState:
+    """A new turn of `sid` (`turn/start`, with `ticket`), after the repair of an open turn a
+    dead writer left (`ours`: this agent's own, or its holder proved gone). One conditional
+    append: the repair and the turn number are decisions derived from the view, so they land
+    only if no other writer appended since (else `STALE_WRITE`)."""
+    turn = view.last_turn + 1
+    facts = [*repair_facts(sid, view, ours, now, repair_after_ms), TurnStart(turn, ticket)]
+    events = await log.append_many(sid, facts, expect_seq=view.next_seq)
+    return TurnState(turn, events[-1].seq, entered=[first] if first is not None else [])
 
 
 async def open_resumed(log: SessionLog, sid: str, view: LogView) -> TurnState:
@@ -58,6 +85,7 @@ async def open_resumed(log: SessionLog, sid: str, view: LogView) -> TurnState:
     steps = [e.data.step for e in events if isinstance(e.data, OutputCorrection)]
     state = TurnState(point.turn, start.seq, point.step, resumed=point, corrections=len(steps))
     state.corrected_step = max(steps, default=0)
+    state.sink.tally = await TokenMeter.from_log(log, sid)  # the calls the dead process made
     return state
 
 
@@ -78,14 +106,24 @@ class TurnLoop:
     output_retries: int
 
     async def run(self, state: TurnState) -> TurnEndReason:
-        """Run Steps until no tool calls (and no injected messages) remain; the turn's reason."""
+        """Run Steps until no tool calls (and no injected messages) remain; the turn's reason
+        (a token budget the last step passed: that limit, see `limits.py`)."""
+        usage = TurnUsage(self.log, self.session.session_id, state.turn, state.start_seq)
+        reason = await self._steps(state, usage)
+        if self.usage_limits is not None and isinstance(reason, (TurnCompleted, TurnMaxTokens)):
+            over = await over_budget(self.usage_limits, usage)
+            if over is not None:
+                state.answered = isinstance(reason, TurnCompleted)
+                return over
+        return reason
+
+    async def _steps(self, state: TurnState, usage: TurnUsage) -> TurnEndReason:
         session, signal, runner = self.session, self.signal, self.runner
         sid = session.session_id
         max_tokens = False
         more = True
-        usage = TurnUsage(self.log, sid, state.turn, state.start_seq)
         if state.resumed is not None:
-            frame = StepFrame(session, signal, state.turn, state.step)
+            frame = StepFrame(session, signal, state.turn, state.step, state.sink)
             settled = await resume_step(runner, frame, state.resumed)
             if isinstance(settled, StepOutcome):
                 max_tokens = settled.max_tokens
@@ -119,7 +157,7 @@ class TurnLoop:
             if isinstance(decision, Block):
                 return TurnBlocked()
             state.entered = []
-            frame = StepFrame(session, signal, state.turn, state.step)
+            frame = StepFrame(session, signal, state.turn, state.step, state.sink)
             outcome = await runner.run(frame, tuple(decision))
             max_tokens = max_tokens or outcome.max_tokens
             more = outcome.ran_tools or bool(self.inbox.get(sid))

@@ -20,27 +20,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     from typer._click import exceptions as click_errors  # typer vendors click (pyproject pins)
 
     from .app import app
-    from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, quiet_stdout
+    from .errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, exit_error, json_errors, quiet_stdout
     from .helpformat import polish
 
     command = typer.main.get_command(app)
     polish(command)
+    args = list(argv) if argv is not None else sys.argv[1:]
+    json_errors("--json" in args[: args.index("--")] if "--" in args else "--json" in args)
     try:
-        result = command.main(
-            args=list(argv) if argv is not None else sys.argv[1:],
-            prog_name="modelwire",
-            standalone_mode=False,
-        )
+        result = command.main(args=args, prog_name="modelwire", standalone_mode=False)
     except click_errors.NoArgsIsHelpError as err:
         if err.ctx is not None:
             sys.stdout.write(err.ctx.get_help() + "\n")
         raise SystemExit(0) from None
     except click_errors.UsageError as err:
-        hint = ""
-        if err.ctx is not None:
-            hint = f" (see `{err.ctx.command_path} --help`)"
-        sys.stderr.write(f"error: {err.format_message()}{hint}\n")
-        raise SystemExit(EXIT_BAD_INPUT) from None
+        hint = f" (see `{err.ctx.command_path} --help`)" if err.ctx is not None else ""
+        exit_error(f"{err.format_message()}{hint}", EXIT_BAD_INPUT)
     except typer.Abort:
         sys.stderr.write("interrupted\n")
         raise SystemExit(EXIT_INTERRUPTED) from None

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from .cmd_chat import register as register_chat
-from .cmd_keys import keys_app, logs_app
+from .cmd_keys import config_app, keys_app, logs_app
 from .cmd_mcp import mcp_app
 from .cmd_queue import queue_app
 from .cmd_sessions import sessions_app
@@ -32,9 +32,11 @@ and examples.
 """
 
 EXIT_CODES = (
-    "Exit codes: 0 success; 1 the provider or the turn failed; 2 usage error (bad arguments, "
-    "config, route, model, session, key, log path, or an empty prompt); 130 cancelled (Ctrl-C, "
-    "or stdout closed)."
+    "Exit codes: 0 success; 1 the provider or the turn failed (a model the provider does not "
+    "know included); 2 usage error, found before anything was sent (bad arguments, config, "
+    "route, model, session, key, log path, or an empty prompt); 130 cancelled (Ctrl-C, or stdout "
+    'closed). With --json a failure also prints {"error": {code, message}, "exit_code"} on '
+    "stdout."
 )
 
 app = typer.Typer(
@@ -111,6 +113,7 @@ register_chat(app)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(keys_app, name="keys")
 app.add_typer(logs_app, name="logs")
+app.add_typer(config_app, name="config")
 app.add_typer(queue_app, name="queue")
 app.add_typer(mcp_app, name="mcp")
 

@@ -22,7 +22,7 @@ import msgspec
 from rich.text import Text
 
 from ..session import RequestHeader
-from .chatopts import combine_prompt, parse_options, read_stdin_prompt, split_model
+from .chatopts import combine_prompt, parse_options, read_stdin_prompt
 from .chatoutput import outcome_json, print_answer, report_outcome
 from .chatsession import ChatSession
 from .config import load_config
@@ -60,45 +60,38 @@ class ChatRequest:
     log_option: str | None = None
 
 
-def _explicit_route(request: ChatRequest, routes: RouteSet) -> tuple[str | None, str | None]:
-    route, model = (None, None)
-    if request.model is not None:
-        route, model = split_model(request.model, routes.routes)
-    if request.provider is not None:
-        if route is not None and route != request.provider:
-            fail(
-                f"-m {request.model!r} names route {route!r} but --provider says {request.provider!r}"
-            )
-        route = request.provider
-    return route, model
-
-
 async def _pick_route(
     request: ChatRequest, routes: RouteSet, header: RequestHeader | None
 ) -> tuple[Route, str, str | None]:
     """The route, model and system prompt of the first turn (see the module docstring)."""
-    defaults = routes.config.default
-    wanted_route, wanted_model = _explicit_route(request, routes)
+    default_route, default_model = await routes.default()
     previous = header.header.config if header is not None else None
-    name = wanted_route or (previous.provider if previous else None)
-    name = name or defaults.provider or BUILTIN_ROUTE
-    route = routes.get(name)
+    base = request.provider or (previous.provider if previous else None)
+    base = base or default_route or BUILTIN_ROUTE
+    name, model = base, None
+    if request.model is not None:
+        name, model = await routes.parse(request.model, base, "-m")
+        if request.provider is not None and name != request.provider:
+            fail(
+                f"-m {request.model!r} names route {name!r} but --provider says {request.provider!r}"
+            )
+    route = routes.get(name, "--provider" if request.provider else None)
     if route.missing_env is not None:
         var = route.missing_env
         fail(
             f"{var} is not set: export {var}=<your key> or store one with `modelwire keys set "
             f"{name}` to use the {name!r} route, or pick another route with -m ROUTE:MODEL "
-            "(see `modelwire providers`)"
+            "(see `modelwire providers`)",
+            code="MISSING_CREDENTIAL",
         )
-    model = wanted_model
     if model is None and previous is not None and previous.provider == name:
         model = previous.model
-    if model is None and defaults.provider in (None, name):
-        model = defaults.model
+    if model is None and default_route in (None, name):
+        model = default_model
     chosen = await choose_model(route, model)
     system = request.system
     if system is None:
-        system = header.header.system if header is not None else defaults.system
+        system = header.header.system if header is not None else routes.config.default.system
     return route, chosen, system or None
 
 
@@ -125,7 +118,8 @@ async def _pick_session(
         if not exists and not request.new:
             fail(
                 f"no session {session_id!r} in {shown_url(url)} (pass --new to start a session "
-                "with this id; see `modelwire sessions list`)"
+                "with this id; see `modelwire sessions list`)",
+                code="SESSION_NOT_FOUND",
             )
         if not exists:
             return session_id, None

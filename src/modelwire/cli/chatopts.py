@@ -1,4 +1,5 @@
-"""What `modelwire chat` reads from its command line and stdin: the prompt, `-m`, `-o`, `--tool`.
+"""What `modelwire chat` reads from its command line and stdin: the prompt, `-o`, `--tool`
+(`-m ROUTE:MODEL` is `RouteSet.parse`'s).
 
 The prompt is the PROMPT argument, the whole of stdin when stdin is not a terminal, or both: then
 the argument comes first and stdin after it, separated by a blank line
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO, Final
 
@@ -22,7 +23,6 @@ __all__ = [
     "combine_prompt",
     "parse_options",
     "read_stdin_prompt",
-    "split_model",
 ]
 
 OPTION_KEYS: Final = ("temperature", "max_tokens", "reasoning_effort")
@@ -80,19 +80,6 @@ def _value(key: str, raw: str) -> object:
     if not raw:
         fail("-o reasoning_effort=: expected a level such as low, medium or high")
     return raw
-
-
-def split_model(value: str, routes: Mapping[str, object]) -> tuple[str | None, str]:
-    """`-m route:model` as (route, model); `-m model` (or a model id containing `:` whose prefix
-    is no known route, such as `qwen3:8b`) as (None, model)."""
-    route, sep, model = value.partition(":")
-    if sep and route in routes:
-        if not model:
-            fail(f"-m {value!r}: the model id after {route}: is empty")
-        return route, model
-    if not value.strip():
-        fail("-m: the model id is empty")
-    return None, value
 
 
 def read_stdin_prompt(stream: BinaryIO | None = None) -> str | None:

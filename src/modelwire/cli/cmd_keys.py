@@ -1,5 +1,6 @@
-"""The `modelwire keys …` and `modelwire logs …` commands (typer); the work is in `keys.py` and
-`logs.py`."""
+"""The `modelwire keys …`, `modelwire logs …` and `modelwire config …` commands (typer): where
+keys, the session log and the config file live; the work is in `keys.py`, `logs.py` and
+`where.py`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import typer
 from .errors import run_async
 from .options import ConfigOption, DebugOption, JsonOption, LogOption, examples
 
-__all__ = ["keys_app", "logs_app"]
+__all__ = ["config_app", "keys_app", "logs_app"]
 
 keys_app = typer.Typer(
     help="Store API keys per route in the user config dir (mode 0600). A key variable set in "
@@ -22,6 +23,13 @@ keys_app = typer.Typer(
 logs_app = typer.Typer(
     help="Where the session log lives.",
     short_help="Where the session log lives.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+config_app = typer.Typer(
+    help="Where the config file lives (routes, the [default] model, the built-in deepseek "
+    "route's settings).",
+    short_help="Where the config file lives.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -101,5 +109,29 @@ def logs_path(
         from .logs import print_log_path
 
         return await print_log_path(log, as_json=json_out)
+
+    run_async(go, debug=debug)
+
+
+@config_app.command(
+    "path",
+    short_help="Print where the config file is, and whether it exists.",
+    epilog=examples(
+        "modelwire config path",
+        '"${EDITOR:-vi}" "$(modelwire config path)"',
+        "modelwire config path --json | jq .exists",
+    ),
+)
+def config_path(
+    config: ConfigOption = None, json_out: JsonOption = False, debug: DebugOption = False
+) -> None:
+    """Print the config file every command reads (--config, else $MODELWIRE_CONFIG, else
+    config.toml in the user config dir) on stdout, and on stderr whether it exists. Creates
+    nothing. --json prints one object: path, exists, source, default, keys, keys_exist."""
+
+    async def go() -> int:
+        from .where import print_config_path
+
+        return await print_config_path(config, as_json=json_out)
 
     run_async(go, debug=debug)

@@ -13,9 +13,9 @@ from .options import DebugOption, JsonOption, examples
 __all__ = ["queue_app"]
 
 queue_app = typer.Typer(
-    help="Submit turns for `modelwire worker` to run, wait for them, and count the queue. The "
-    "queue lives in the log database (SQLite or PostgreSQL) beside the sessions.",
-    short_help="Submit turns to the workers, wait for them, count the queue.",
+    help="Submit turns for `modelwire worker` to run, wait for them, list, cancel and count "
+    "them. The queue lives in the log database (SQLite or PostgreSQL) beside the sessions.",
+    short_help="Submit turns to the workers, wait for, list, cancel and count them.",
     no_args_is_help=True,
     add_completion=False,
 )
@@ -32,9 +32,10 @@ queue_app = typer.Typer(
 def queue_status(
     log: QueueLogOption = None, json_out: JsonOption = False, debug: DebugOption = False
 ) -> None:
-    """Count the tickets: queued, running (and per worker), expired leases (running tickets whose
-    worker stopped renewing: the next claim takes them over), completed and failed. --json prints
-    one object: queued, running, completed, failed, by_worker, expired."""
+    """Count the tickets: queued, running (and per live worker), expired leases (running tickets
+    whose worker stopped renewing: the next claim takes them over; a dead worker is no longer
+    listed as running), completed, failed and cancelled. --json prints one object: queued,
+    running, completed, failed, by_worker, expired, cancelled."""
 
     async def go() -> int:
         from .queues import print_status
@@ -121,5 +122,83 @@ def queue_wait(
         from .queues import wait_ticket
 
         return await wait_ticket(ticket, timeout_s=timeout, log_option=log, as_json=json_out)
+
+    run_async(go, debug=debug)
+
+
+@queue_app.command(
+    "list",
+    short_help="List the most recent tickets: state, session, worker.",
+    epilog=examples(
+        "modelwire queue list",
+        "modelwire queue list --state queued --state running",
+        "modelwire queue list --session report-42 --json | jq -r '.[].id'",
+    ),
+)
+def queue_list(
+    state: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--state",
+            metavar="STATE",
+            help="Only tickets in STATE: queued, running, cancelling, completed, failed, "
+            "cancelled (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", metavar="ID", help="Only the tickets of session ID.")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, metavar="N", help="The N most recent tickets.")
+    ] = 50,
+    log: QueueLogOption = None,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print a JSON array of ticket statuses (id, session_id, state, …)."
+        ),
+    ] = False,
+    debug: DebugOption = False,
+) -> None:
+    """List the most recent tickets, oldest first: id, state, session and the worker that took
+    it (claimed more than once: taken over)."""
+
+    async def go() -> int:
+        from .queues import list_tickets
+
+        return await list_tickets(
+            states=tuple(state or ()),
+            session_id=session,
+            limit=limit,
+            log_option=log,
+            as_json=json_out,
+        )
+
+    run_async(go, debug=debug)
+
+
+@queue_app.command(
+    "cancel",
+    short_help="Cancel a ticket (queued: never runs; running: its worker stops it).",
+    epilog=examples('modelwire queue cancel "$ticket"', "modelwire queue cancel tk_0123… --json"),
+)
+def queue_cancel(
+    ticket: Annotated[str, typer.Argument(metavar="TICKET", help="Ticket id.", show_default=False)],
+    log: QueueLogOption = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the ticket's status as JSON.")
+    ] = False,
+    debug: DebugOption = False,
+) -> None:
+    """Cancel TICKET. A queued ticket ends cancelled at once and never runs; a running one is
+    marked cancelling, and its worker cancels the turn at its next poll (the turn ends aborted,
+    the ticket cancelled; `modelwire queue wait TICKET` returns then). An unknown or finished
+    ticket is an error (exit 2), and nothing changes."""
+
+    async def go() -> int:
+        from .queues import cancel_ticket
+
+        return await cancel_ticket(ticket, log_option=log, as_json=json_out)
 
     run_async(go, debug=debug)

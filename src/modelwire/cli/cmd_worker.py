@@ -24,12 +24,12 @@ QueueLogOption = Annotated[
 ]
 
 WORKER_HELP = """Run queued turns (`modelwire queue submit`) with an agent, up to --concurrency at
-a time, until SIGTERM or Ctrl-C.
+a time, until SIGTERM or Ctrl-C (with --until-idle: until nothing is left to run).
 
 The agent is --agent MODULE:FACTORY, a function of yours called with the worker's session log
 that returns an `Agent` (sync or async; MODULE is imported with the current directory on
 sys.path), or --model ROUTE:MODEL, an agent without tools on a route of the config file (as for
-`modelwire chat`). Every worker sharing the log database (SQLite, or PostgreSQL for workers on
+`modelwire chat`; without either, the config file's [default] model). Every worker sharing the log database (SQLite, or PostgreSQL for workers on
 many hosts) takes turns from the same queue; a session runs one turn at a time, and the turns of
 a worker that died are taken over once its leases expire.
 
@@ -47,6 +47,7 @@ def register(app: typer.Typer) -> None:
         short_help="Run queued turns with an agent (many workers share a log).",
         epilog=examples(
             "modelwire worker --model local:qwen3:8b --concurrency 8",
+            "modelwire worker --until-idle            # the [default] model; run the queue dry",
             "modelwire worker --agent myapp.agents:make_agent --log postgresql://db/modelwire",
             "PYTHONPATH=src modelwire worker --agent bots:make --log jobs.db --grace-ms 5000",
         ),
@@ -105,6 +106,13 @@ def worker(
             help="On SIGTERM/Ctrl-C, how long running turns may take to finish.",
         ),
     ] = 30_000,
+    until_idle: Annotated[
+        bool,
+        typer.Option(
+            "--until-idle",
+            help="Exit 0 once this worker runs nothing and finds nothing to claim (a batch).",
+        ),
+    ] = False,
     config: ConfigOption = None,
     log: QueueLogOption = None,
     debug: DebugOption = False,
@@ -120,6 +128,7 @@ def worker(
             lease_ms=lease_ms,
             renew_ms=renew_ms,
             grace_ms=grace_ms,
+            until_idle=until_idle,
             config_path=config,
             log_option=log,
         )

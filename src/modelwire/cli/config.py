@@ -169,6 +169,12 @@ def load_config(path: str | None) -> CliConfig:
         config = msgspec.convert(data, CliConfig)
     except msgspec.ValidationError as err:
         fail(f"config file {file}: {_path_text(str(err))}")
+    if any("api_key" in section for section in (config.deepseek, *config.providers.values())):
+        from ..agent.keystore import holds_literal_key, warn_if_readable
+        from .keystore import warn
+
+        if holds_literal_key(data):
+            warn_if_readable(file, "an API key", warn)
     return msgspec.structs.replace(config, path=str(file))
 
 

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import ast
 import operator
+import os
 import secrets
 import shlex
+import shutil
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
@@ -95,11 +98,38 @@ def new_session_id(prefix: str) -> str:
     return f"{prefix}-{stamp}-{secrets.token_hex(3)}"
 
 
+def invocation() -> list[str]:
+    """How to run this very `modelwire` from a new shell: `modelwire` when that is what PATH
+    finds; else the script this process runs (relative to the current directory when inside
+    it, as `./scripts/demo` runs `.venv/bin/modelwire`); else `python -m modelwire`."""
+    script = sys.argv[0] if sys.argv else ""
+    if os.path.basename(script) not in ("modelwire", "modelwire.exe") or not os.path.isfile(script):
+        return [sys.executable, "-m", "modelwire"]
+    found = shutil.which("modelwire")
+    if found is not None and os.path.samefile(found, script):
+        return ["modelwire"]
+    full = os.path.abspath(script)
+    inside = os.path.commonpath([full, os.getcwd()]) == os.getcwd()
+    return [os.path.relpath(full) if inside else full]
+
+
+def path_hint() -> str | None:
+    """How to put `modelwire` on PATH, when this process's is not there (None: it is)."""
+    command = invocation()
+    if command == ["modelwire"]:
+        return None
+    bin_dir = os.path.dirname(command[0])  # the script's, or the interpreter's
+    if sys.prefix != sys.base_prefix and bin_dir:  # a virtualenv: activate puts it on PATH
+        return f"to type just `modelwire`: source {shlex.quote(bin_dir)}/activate"
+    return "to type just `modelwire`: pipx install . (or uv tool install .) from the clone"
+
+
 def inspect_command(session_id: str, url: str, log_option: str | None) -> str:
-    """The exact command that shows the session (names `--log` unless it is the default log)."""
+    """The exact command that shows the session, runnable from a new shell (names `--log`
+    unless it is the default log)."""
     from .logs import shown_url
 
-    parts = ["modelwire", "sessions", "show", session_id]
+    parts = [*invocation(), "sessions", "show", session_id]
     if log_option is not None:
         parts += ["--log", shown_url(url)]
     return shlex.join(parts)
@@ -173,6 +203,9 @@ async def _run_turn(
             "[dim](a memory: log ends with the process; --log sqlite:///FILE keeps it)[/]"
         )
     else:
+        hint = path_hint()
+        if hint is not None:
+            console.print(f"[dim]({hint})[/]")
         console.print("inspect it with:")
         console.print(f"  {inspect_command(session_id, url, log_option)}", style="bold")
     return 0 if kind == "completed" else 1

@@ -3,12 +3,17 @@
 Exit codes (the same for every command; `modelwire --help` lists them):
 
 - 0: success (for `chat`: an answer, also one cut off at the output-token limit);
-- 1: the provider or the turn failed (an HTTP error, a refused request, a failed tool loop), or an
-  unexpected error;
-- 2: usage error: bad arguments or options, a missing or malformed config file, an unknown route,
-  model or session, a missing credential, a log URL or directory that cannot be used (missing,
-  read-only), an empty prompt;
+- 1: the provider or the turn failed (an HTTP error, a refused request or key, a model the
+  provider says does not exist — `MODEL_NOT_FOUND` —, a failed tool loop), or an unexpected error;
+- 2: usage error, found before anything was sent: bad arguments or options, a missing or
+  malformed config file, an unknown route, model (not in the route's list) or session, a missing
+  credential, a log URL or directory that cannot be used (missing, read-only), an empty prompt;
 - 130: cancelled: Ctrl-C, or the reader of stdout went away (`modelwire chat … | head -1`).
+
+With `--json` on the command line, a failure that ends the command also prints one JSON object on
+stdout, `{"error": {"code": …, "message": …}, "exit_code": …}` (the `error:` line still goes to
+stderr), so a script reading stdout never gets nothing: `code` is the failure's stable code
+(`INVALID_ARGS` for a usage error that has none of its own).
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ __all__ = [
     "EXIT_FAILURE",
     "EXIT_INTERRUPTED",
     "CliError",
+    "exit_error",
     "fail",
+    "json_errors",
     "os_error_text",
     "quiet_stdout",
     "run_async",
@@ -39,7 +46,6 @@ BAD_INPUT_CODES: Final = frozenset(
     {
         "NO_ADAPTER",
         "UNKNOWN_MODEL",
-        "MODEL_NOT_FOUND",
         "INVALID_CONFIG",
         "INVALID_CATALOG",
         "INVALID_ARGS",
@@ -56,31 +62,52 @@ BAD_INPUT_CODES: Final = frozenset(
         "UNSUPPORTED_REASONING_EFFORT",
     }
 )
-"""Harness error codes that mean "the user's input is wrong" (exit code 2, no traceback); a turn
-that fails with one of them (e.g. `-o reasoning_effort=` a model does not offer) exits 2 too."""
+"""Harness error codes that mean "the user's input is wrong", found before a request was sent
+(exit code 2, no traceback); a turn that fails with one of them (e.g. `-o reasoning_effort=` a
+model does not offer) exits 2 too. A provider's own verdict (`MODEL_NOT_FOUND`, `AUTH`) is 1."""
 
 
 class CliError(Exception):
-    """A failure the user can fix: printed as one `error: ...` line, exit code `exit_code`."""
+    """A failure the user can fix: printed as one `error: ...` line, exit code `exit_code`;
+    `code` is its stable code for `--json` (None: `INVALID_ARGS`)."""
 
-    def __init__(self, message: str, *, exit_code: int = EXIT_BAD_INPUT) -> None:
+    def __init__(
+        self, message: str, *, exit_code: int = EXIT_BAD_INPUT, code: str | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code
+        self.code = code
 
 
-def fail(message: str, *, exit_code: int = EXIT_BAD_INPUT) -> NoReturn:
+def fail(message: str, *, exit_code: int = EXIT_BAD_INPUT, code: str | None = None) -> NoReturn:
     """Raise a `CliError` (shorthand for commands)."""
-    raise CliError(message, exit_code=exit_code)
+    raise CliError(message, exit_code=exit_code, code=code)
+
+
+_JSON_ERRORS: list[bool] = [False]
+
+
+def json_errors(enabled: bool) -> None:
+    """Also print a failure as a JSON object on stdout (the command line asked for `--json`)."""
+    _JSON_ERRORS[0] = enabled
 
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _exit(message: str, code: int) -> NoReturn:
+def exit_error(message: str, code: int, error_code: str | None = None) -> NoReturn:
+    """Print `message` as one `error:` line (and, with `--json`, the JSON object) and exit."""
+    line = _one_line(message)
     try:
-        sys.stderr.write(f"error: {_one_line(message)}\n")
+        if _JSON_ERRORS[0]:
+            import json
+
+            error = {"code": error_code or "INVALID_ARGS", "message": line}
+            sys.stdout.write(json.dumps({"error": error, "exit_code": code}) + "\n")
+            sys.stdout.flush()
+        sys.stderr.write(f"error: {line}\n")
         sys.stderr.flush()
     except OSError:  # stderr itself is gone: the exit code is all that is left
         pass
@@ -128,23 +155,26 @@ def run_async(main: Callable[[], Coroutine[object, object, int]], *, debug: bool
     except CliError as err:
         if debug:
             raise
-        _exit(err.message, err.exit_code)
+        exit_error(err.message, err.exit_code, err.code)
     except HarnessError as err:
         if debug:
             raise
         code_text = str(err.code)
         exit_code = EXIT_BAD_INPUT if code_text in BAD_INPUT_CODES else EXIT_FAILURE
-        _exit(f"{err} [{code_text}]", exit_code)
+        exit_error(f"{err} [{code_text}]", exit_code, code_text)
     except (SystemExit, asyncio.CancelledError):
         raise
     except OSError as err:
         if debug:
             raise
         if err.filename is None:
-            _exit(f"{type(err).__name__}: {err} (rerun with --debug for the traceback)", 1)
-        _exit(f"cannot use {os_error_text(err)}", EXIT_BAD_INPUT)
+            exit_error(
+                f"{type(err).__name__}: {err} (rerun with --debug for the traceback)", 1, "UNKNOWN"
+            )
+        exit_error(f"cannot use {os_error_text(err)}", EXIT_BAD_INPUT)
     except Exception as err:  # the last line of defence: one line unless --debug
         if debug:
             raise
-        _exit(f"{type(err).__name__}: {err} (rerun with --debug for the traceback)", EXIT_FAILURE)
+        text = f"{type(err).__name__}: {err} (rerun with --debug for the traceback)"
+        exit_error(text, EXIT_FAILURE, "UNKNOWN")
     raise SystemExit(code)

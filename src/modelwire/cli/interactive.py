@@ -49,11 +49,10 @@ async def _model(chat: ChatSession, arg: str, console: Console) -> bool:
     if not arg:
         console.print(f"{escape(chat.route)}/{escape(chat.model)}")
         return True
-    from .chatopts import split_model
     from .routes import choose_model
 
-    route_name, model = split_model(arg, chat.routes.routes)
-    route = chat.routes.get(route_name or chat.route)
+    route_name, model = await chat.routes.parse(arg, chat.route, "/model")
+    route = chat.routes.get(route_name)
     if route.missing_env is not None:
         raise CliError(f"{route.missing_env} is not set: the {route.name!r} route needs a key")
     chosen = await choose_model(route, model)

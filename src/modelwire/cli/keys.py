@@ -65,7 +65,11 @@ async def set_key(route: str, *, config_path: str | None) -> int:
         )
     raw = _read_key(route)
     if not raw.strip():
-        fail(f"no key given for route {route!r}: type it at the prompt or pipe it on stdin")
+        fail(
+            f"no key given for route {route!r}: type it at the prompt or pipe it on stdin, or "
+            f"export {names[0]} instead",
+            code="MISSING_CREDENTIAL",
+        )
     try:
         key = assert_usable_api_key(raw, "modelwire keys", "stdin")
     except LlmError:

@@ -1,10 +1,10 @@
-"""Stored API keys: `keys.json` in the user config dir, readable by its owner only (mode 0600).
+"""Stored API keys, the CLI's side: writing `keys.json` (mode 0600) and reading it one-line-safe.
 
-The file maps route names to keys: `{"openai": "sk-…"}`. It is written whole through a temporary
-file created with mode 0600 in the same directory, then renamed over the old one, so it never
-exists with wider permissions and is never half-written. The environment wins over it: a route
-uses its stored key only while its key variable is unset (`routes.build_routes`). No function here
-ever prints or returns a key inside an error message.
+The file and how a route uses its stored key are `modelwire.agent.keystore`'s (the one key store
+Python's `open_runtime` reads too): `{"openai": "sk-…"}` in the user config dir, the environment
+winning over it. Here it is written whole through a temporary file created with mode 0600 in the
+same directory, then renamed over the old one, so it never exists with wider permissions and is
+never half-written. No function here ever prints or returns a key inside an error message.
 """
 
 from __future__ import annotations
@@ -12,52 +12,39 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..agent.keystore import KEYS_FILE, keys_path, read_keys, readable_by_others, warn_if_readable
+from ..errors import HarnessError
 from .errors import fail
 
-__all__ = ["KEYS_FILE", "keys_path", "load_keys", "loose_permissions", "save_keys"]
-
-KEYS_FILE = "keys.json"
+__all__ = ["KEYS_FILE", "keys_path", "load_keys", "loose_permissions", "save_keys", "warn"]
 
 
-def keys_path() -> Path:
-    """`keys.json` under the user config dir (`$XDG_CONFIG_HOME/modelwire` on Linux)."""
-    from platformdirs import user_config_dir
+def warn(text: str) -> None:
+    """One `warning: …` line on stderr (a file holding keys that others may read)."""
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"warning: {text}\n")
 
-    return Path(user_config_dir("modelwire")) / KEYS_FILE
 
-
-def load_keys(path: Path | None = None) -> dict[str, str]:
-    """The stored keys by route ({} when there is no file); a malformed file is a `CliError`."""
+def load_keys(path: Path | None = None, *, using: bool = False) -> dict[str, str]:
+    """The stored keys by route ({} when there is no file); a malformed file is a `CliError`.
+    `using` (the keys are about to be used): warn once if others may read the file."""
     file = path or keys_path()
     try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as err:
-        fail(f"cannot read the key file {file}: {getattr(err, 'strerror', None) or err}")
-    try:
-        data = json.loads(text)
-    except ValueError:
-        fail(f"the key file {file} is not valid JSON: fix it or remove it (`modelwire keys rm`)")
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
-    ):
-        fail(f"the key file {file} must map route names to key strings")
-    return dict(data)
+        keys = read_keys(file)
+    except HarnessError as err:
+        fail(err.message)
+    if using and keys:
+        warn_if_readable(file, "API keys", warn)
+    return keys
 
 
 def loose_permissions(path: Path | None = None) -> str | None:
     """The file's mode as `0644` when others than the owner may read it, else None."""
-    file = path or keys_path()
-    try:
-        mode = stat.S_IMODE(file.stat().st_mode)
-    except OSError:
-        return None
-    return f"{mode:04o}" if mode & 0o077 else None
+    return readable_by_others(path or keys_path())
 
 
 def save_keys(keys: Mapping[str, str], path: Path | None = None) -> Path:

@@ -1,4 +1,5 @@
-"""`modelwire queue status|submit|wait`: the turn queue of a log database from the shell.
+"""`modelwire queue status|list|submit|wait|cancel`: the turn queue of a log database from the
+shell.
 
 The queue (`modelwire.workers.TurnQueue`) lives in a log database workers share: a SQLite file or
 PostgreSQL; a `memory:` log is a one-line error (exit code 2). `submit` prints only the ticket id
@@ -10,7 +11,7 @@ so both compose in pipes. `status` and `wait` do not create a SQLite file that d
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 import msgspec
 
@@ -23,7 +24,15 @@ from .logs import shown_url, sqlite_file
 if TYPE_CHECKING:
     from ..workers import QueueCounts, TicketStatus, TurnQueue
 
-__all__ = ["open_queue", "print_status", "queue_url", "submit_turn", "wait_ticket"]
+__all__ = [
+    "cancel_ticket",
+    "list_tickets",
+    "open_queue",
+    "print_status",
+    "queue_url",
+    "submit_turn",
+    "wait_ticket",
+]
 
 
 def queue_url(option: str | None, *, create: bool = True) -> str:
@@ -72,6 +81,7 @@ def status_lines(counts: QueueCounts) -> list[str]:
         ),
         ("completed", counts.completed, ""),
         ("failed", counts.failed, ""),
+        ("cancelled", counts.cancelled, ""),
     ]
     return [f"{name:<15}{n:>6}{note}" for name, n, note in rows]
 
@@ -144,8 +154,61 @@ async def wait_ticket(
         sys.stdout.flush()
     if failed:
         why = f": {status.error}" if status.error else ""
-        fail(
-            f"ticket {ticket!r} failed ({status.reason or 'unknown'}){why}", exit_code=EXIT_FAILURE
-        )
+        reason = status.reason or "unknown"
+        fail(f"ticket {ticket!r} {status.state} ({reason}){why}", exit_code=EXIT_FAILURE)
     sys.stderr.write(_story(status) + "\n")
+    return 0
+
+
+async def list_tickets(
+    *,
+    states: tuple[str, ...],
+    session_id: str | None,
+    limit: int,
+    log_option: str | None,
+    as_json: bool,
+) -> int:
+    """Print the most recent tickets (oldest first): id, state, session, worker, claims."""
+    from ..workers.tickets import State
+
+    known = get_args(State)
+    for state in states:
+        if state not in known:
+            fail(f"--state {state!r}: expected one of {', '.join(known)}")
+    url = queue_url(log_option, create=False)
+    rows: list[TicketStatus] = []
+    if not _missing(url):
+        async with await open_queue(url) as queue:
+            rows = await queue.tickets(states=states, session_id=session_id, limit=limit)
+    if as_json:
+        _write_json(rows)
+        return 0
+    lines = [f"{'TICKET':<35} {'STATE':<10} {'SESSION':<24} WORKER"]
+    for row in rows:
+        worker = row.worker or "–"
+        taken = f" (claimed {row.claims} times)" if row.claims > 1 else ""
+        lines.append(f"{row.id:<35} {row.state:<10} {row.session_id:<24} {worker}{taken}")
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 0
+
+
+async def cancel_ticket(ticket: str, *, log_option: str | None, as_json: bool) -> int:
+    """Cancel `ticket`: queued ends cancelled now; running is stopped by its worker."""
+    from ..workers.tickets import no_ticket
+
+    url = queue_url(log_option, create=False)
+    if _missing(url):
+        raise no_ticket(ticket, url)
+    async with await open_queue(url) as queue:
+        status = await queue.cancel(ticket)
+    if as_json:
+        _write_json(status)
+    elif status.state == "cancelling":
+        sys.stdout.write(f"{status.id} cancelling\n")
+        sys.stderr.write(
+            f"worker {status.worker} cancels its turn at its next poll; "
+            f"`modelwire queue wait {status.id}` returns once it ended cancelled\n"
+        )
+    else:
+        sys.stdout.write(f"{status.id} cancelled\n")
     return 0

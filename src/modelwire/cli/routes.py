@@ -70,15 +70,46 @@ class RouteSet:
     routes: Mapping[str, Route]
     config: CliConfig
 
-    def get(self, name: str) -> Route:
-        """The route `name`, or a one-line `CliError` listing the known routes."""
+    def get(self, name: str, what: str | None = None) -> Route:
+        """The route `name`, or a one-line `CliError` listing the known routes (`what`: where
+        the name came from, e.g. `-m 'locl:qwen3:8b'`)."""
         route = self.routes.get(name)
         if route is None:
-            known = ", ".join(sorted(self.routes)) or "none"
-            fail(
-                f"unknown provider route {name!r} (known routes: {known}; see `modelwire providers`)"
-            )
+            from ..runtime.registry import unknown_route_text
+
+            where = f"{what}: " if what else ""
+            text = f"{where}{unknown_route_text(name, self.routes)}; see `modelwire providers`"
+            fail(text, code="NO_ADAPTER")
         return route
+
+    async def parse(self, value: str, base: str, what: str) -> tuple[str, str]:
+        """`value` as (route, model): `route:model` (split at the first colon) when a known
+        route comes first, else a model of the route `base` (which must list an id containing a
+        colon, such as `qwen3:8b`); a colon after no known route is an unknown route."""
+        route, sep, model = value.partition(":")
+        if sep and route in self.routes:
+            if not model:
+                fail(f"{what} {value!r}: the model id after {route}: is empty")
+            return route, model
+        if not value.strip():
+            fail(f"{what}: the model id is empty")
+        if sep:
+            listed = self.routes.get(base)
+            ids = {m.id for m in await listed.adapter.list_models(base)} if listed else set()
+            if value not in ids:
+                self.get(route, f"{what} {value!r}")
+        return base, value
+
+    async def default(self) -> tuple[str | None, str | None]:
+        """The config file's `[default]` route and model (None: not set), checked: `model =
+        "route:model"` (or a model of the built-in route), or `provider` with its `model`."""
+        chosen, where = self.config.default, self.config.path or "config"
+        if chosen.provider is not None:
+            self.get(chosen.provider, f"{where}: [default] provider")
+            return chosen.provider, chosen.model
+        if chosen.model is not None:
+            return await self.parse(chosen.model, BUILTIN_ROUTE, f"{where}: [default] model")
+        return None, None
 
     def register(self, runtime: LlmRuntime, names: list[str] | None = None) -> None:
         """Register the adapters of `names` (default: all routes) on `runtime`."""
@@ -104,25 +135,6 @@ def catalog_key_vars(route: str) -> tuple[str, ...]:
     return provider.api_key_env if provider is not None else ()
 
 
-def _key_source(key_vars: tuple[str, ...], environ: Mapping[str, str], stored: bool) -> str | None:
-    if any(environ.get(v, "").strip() for v in key_vars):
-        return "env"
-    return "stored" if stored and key_vars else None
-
-
-def _with_stored_keys(
-    environ: Mapping[str, str], stored: Mapping[str, str], key_vars: Mapping[str, tuple[str, ...]]
-) -> dict[str, str]:
-    """`environ` plus, for each route with a stored key whose variables are all unset, its first
-    variable set to that key (the environment always wins)."""
-    merged = dict(environ)
-    for route, key in stored.items():
-        names = key_vars.get(route, ())
-        if names and not any(environ.get(n, "").strip() for n in names):
-            merged[names[0]] = key
-    return merged
-
-
 def build_routes(
     config: CliConfig,
     env: Mapping[str, str] | None = None,
@@ -130,20 +142,19 @@ def build_routes(
 ) -> RouteSet:
     """Build the adapters for the built-in route and every configured route (no network I/O).
 
-    `stored` is the keys stored per route (default: the user's key file).
+    `stored` is the keys stored per route (default: the user's key file, with a warning when
+    others may read it); a route reads its stored key while `env` (default: the process
+    environment) leaves its key variables unset — the same rule as `open_runtime`'s.
     """
+    from ..agent.keystore import StoredKeyEnvironment
+    from ..agent.setup import route_key_vars
+
     environ = dict(env if env is not None else os.environ)
-    keys = dict(stored) if stored is not None else load_keys()
+    keys = dict(stored) if stored is not None else load_keys(using=True)
     where = f"config file {config.path}" if config.path else "config"
-    key_vars: dict[str, tuple[str, ...]] = {}
-    for name, profile in config.providers.items():
-        named = profile.get("api_key_env")
-        key_vars[name] = (named,) if isinstance(named, str) else catalog_key_vars(name)
     settings = dict(config.deepseek)
-    builtin_var = settings.get("api_key_env", "DEEPSEEK_API_KEY")
-    if BUILTIN_ROUTE not in key_vars:
-        key_vars[BUILTIN_ROUTE] = (builtin_var,) if isinstance(builtin_var, str) else ()
-    merged = _with_stored_keys(environ, keys, key_vars)
+    key_vars = route_key_vars(config.providers, settings)
+    merged = StoredKeyEnvironment(keys, key_vars, environ)
     routes: dict[str, Route] = {}
     if config.providers:
         from ..adapters.providers import ProvidersAdapter
@@ -152,8 +163,7 @@ def build_routes(
             providers = ProvidersAdapter.from_config({"providers": config.providers}, env=merged)
         except HarnessError as err:
             fail(f"{where}: {err}")
-        for name, profile in config.providers.items():
-            named = profile.get("api_key_env")
+        for name in config.providers:
             routes[name] = Route(
                 name=name,
                 display_name=providers.provider_info(name).name,
@@ -161,7 +171,7 @@ def build_routes(
                 adapter=providers,
                 missing_env=providers.missing_credential(name),
                 key_vars=key_vars[name],
-                key_source=_key_source(key_vars[name], environ, name in keys),
+                key_source=merged.source(key_vars[name]),
             )
     if BUILTIN_ROUTE not in routes:
         from ..adapters.deepseek import DeepSeekAdapter
@@ -179,9 +189,7 @@ def build_routes(
             adapter=adapter,
             missing_env=None if has_literal else _env_missing(names[0] if names else None, merged),
             key_vars=names,
-            key_source="config"
-            if has_literal
-            else _key_source(names, environ, BUILTIN_ROUTE in keys),
+            key_source="config" if has_literal else merged.source(names),
         )
     return RouteSet(routes=routes, config=config)
 
@@ -202,7 +210,8 @@ async def choose_model(route: Route, wanted: str | None) -> str:
         shown = ", ".join(ids[:12]) + (", …" if len(ids) > 12 else "")
         fail(
             f"unknown model {wanted!r} for route {route.name!r} (known: {shown}; "
-            f"see `modelwire models {route.name}`)"
+            f"see `modelwire models {route.name}`)",
+            code="UNKNOWN_MODEL",
         )
     return wanted
 

@@ -3,7 +3,7 @@
 The agent comes from `--agent MODULE:FACTORY` (the module imported with the current directory on
 sys.path, as uvicorn does; `FACTORY(log)` returns an `Agent`, sync or async) or from
 `--model ROUTE:MODEL` (an agent without tools, with `RetryPlugin`, on the routes of the config
-file as `modelwire chat` builds them, stored keys included). A bad spec, an unknown route or
+file as `modelwire chat` builds them, stored keys included), else the config's `[default]` model. A bad spec, an unknown route or
 model, a missing key or a `memory:` log is a one-line error (exit code 2) before anything is
 claimed; so are bad numbers (`Worker`'s `INVALID_CONFIG`) and a factory that raises.
 
@@ -49,6 +49,7 @@ class WorkerRequest:
     lease_ms: int = 30_000
     renew_ms: int | None = None
     grace_ms: int = 30_000
+    until_idle: bool = False
     config_path: str | None = None
     log_option: str | None = None
 
@@ -105,23 +106,34 @@ def load_factory(spec: str) -> AgentFactory:
     return _named(spec, target)
 
 
-async def model_factory(value: str, *, config_path: str | None, system: str | None) -> AgentFactory:
-    """The factory of `--model ROUTE:MODEL`: checks route, key and model now, builds the agent
-    (`Agent.from_model` over the worker's log) when the worker asks."""
+async def model_factory(
+    value: str | None, *, config_path: str | None, system: str | None
+) -> AgentFactory:
+    """The factory of `--model ROUTE:MODEL` (None: the config's `[default]` model): checks
+    route, key and model now, builds the agent (`Agent.from_model` over the worker's log) when
+    the worker asks."""
     from ..runtime import LlmRuntime
     from .config import load_config
-    from .routes import build_routes, choose_model
+    from .routes import BUILTIN_ROUTE, build_routes, choose_model
 
-    name, sep, wanted = value.partition(":")
-    if not sep or not name or not wanted:
-        fail(f"--model {value!r}: expected ROUTE:MODEL, e.g. deepseek:deepseek-v4-flash")
     routes = build_routes(load_config(config_path))
+    default_route, default_model = await routes.default()
+    if value is None and default_route is None:
+        fail(
+            "no agent to run: pass --agent MODULE:FACTORY or --model ROUTE:MODEL, or set "
+            '[default] model = "ROUTE:MODEL" in the config file (`modelwire config path`)'
+        )
+    if value is None:
+        name, wanted = default_route or BUILTIN_ROUTE, default_model
+    else:
+        name, wanted = await routes.parse(value, default_route or BUILTIN_ROUTE, "--model")
     route = routes.get(name)
     if route.missing_env is not None:
         var = route.missing_env
         fail(
             f"{var} is not set: export {var}=<your key> or store one with `modelwire keys set "
-            f"{name}` to run the {name!r} route (see `modelwire providers`)"
+            f"{name}` to run the {name!r} route (see `modelwire providers`)",
+            code="MISSING_CREDENTIAL",
         )
     model = await choose_model(route, wanted)
     runtime = LlmRuntime()
@@ -135,7 +147,7 @@ async def model_factory(value: str, *, config_path: str | None, system: str | No
             f"{name}:{model}", log=log, runtime=runtime, system=system, plugins=[RetryPlugin()]
         )
 
-    return _named(value, build)
+    return _named(value or f"{name}:{model}", build)
 
 
 async def _serve(worker: Worker) -> int:
@@ -185,12 +197,10 @@ async def run_worker(request: WorkerRequest) -> int:
     url = queue_url(request.log_option)
     if request.agent is not None:
         factory = load_factory(request.agent)
-    elif request.model is not None:
+    else:  # --model, else the config's [default] model
         factory = await model_factory(
             request.model, config_path=request.config_path, system=request.system
         )
-    else:
-        fail("no agent to run: pass --agent MODULE:FACTORY or --model ROUTE:MODEL")
     worker = Worker(
         url,
         factory,
@@ -199,6 +209,7 @@ async def run_worker(request: WorkerRequest) -> int:
         renew_ms=request.renew_ms,
         grace_ms=request.grace_ms,
         say=say,
+        until_idle=request.until_idle,
     )
     await (await open_queue(url)).close()  # an unusable log is a one-line error naming it
     return await _serve(worker)

@@ -188,16 +188,22 @@ class TokenMeter:
             chunk = data.chunk
             if not isinstance(chunk, UsageChunk):
                 return False
-            return self._sample((data.turn, data.step, data.attempt), chunk.usage)
+            return self._sample((data.turn, data.step, data.attempt), chunk.usage, self._pricing)
         if isinstance(data, AssistantMessage):
             if data.usage is None:
                 return False
-            return self._sample((data.turn, data.step, data.attempt), data.usage)
+            return self._sample((data.turn, data.step, data.attempt), data.usage, self._pricing)
         if isinstance(data, RequestContext):
             self._pricing = data.pricing
         return False
 
-    def _sample(self, key: CallKey, usage: TokenUsage) -> bool:
+    def record(self, key: CallKey, usage: TokenUsage | None, pricing: ModelPricing | None) -> bool:
+        """Fold one call's usage sample given directly, priced at `pricing` when it is the call's
+        first sample: the same fold as `apply`, for a caller that saw the call's final usage
+        itself (an agent tallying the calls of its own turn). None is no sample."""
+        return usage is not None and self._sample(key, usage, pricing)
+
+    def _sample(self, key: CallKey, usage: TokenUsage, pricing: ModelPricing | None) -> bool:
         new = normalize_usage(usage)
         old = self._calls.get(key)
         if old == new:
@@ -209,7 +215,7 @@ class TokenMeter:
             turn_total = turn_total - old
             total = total - old
         else:  # the call's first sample: it is priced as the latest context says
-            self._call_pricing[key] = self._pricing
+            self._call_pricing[key] = pricing
         self._calls[key] = new
         self._costs[key] = call_cost(self._call_pricing[key], new)
         self._turns[turn] = turn_total + new
@@ -265,8 +271,8 @@ class TokenMeter:
         check_parallel(state.calls, call_prices)
         meter = cls()
         for (turn, step, attempt, usage), index in zip(state.calls, call_prices, strict=True):
-            meter._pricing = book.lookup(index, f"call ({turn}, {step}, {attempt})")
-            meter._sample((turn, step, attempt), usage)
+            pricing = book.lookup(index, f"call ({turn}, {step}, {attempt})")
+            meter._sample((turn, step, attempt), usage, pricing)
         meter._pricing = book.lookup(state.pricing, "the next call")
         meter._next_seq = state.next_seq
         meter._revision = 0

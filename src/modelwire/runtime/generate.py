@@ -8,6 +8,7 @@ with the one `BlockAssembler`. A failed call's partial output is discarded (spec
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Self
 
 import msgspec
 
@@ -21,6 +22,7 @@ from ..vocab import (
     Finish,
     FinishReason,
     GenerateOptions,
+    LlmFailure,
     Message,
     ModelSource,
     ReplayEnvelope,
@@ -40,6 +42,20 @@ class GenerateResult(msgspec.Struct, frozen=True, kw_only=True):
     usage: TokenUsage | None
     finish: FinishReason
     replay_state: ReplayEnvelope | None
+
+    @property
+    def failure(self) -> LlmFailure | None:
+        """The failure of a call that ended in `Error` or `Aborted`, else None."""
+        finish = self.finish
+        return finish.failure if isinstance(finish, (Error, Aborted)) else None
+
+    def raise_for_failure(self) -> Self:
+        """This result, or its failure raised as the `LlmError` category of its code
+        (`mw.AuthError` for `MISSING_CREDENTIAL`, ...): `rt.generate_sync(ask).raise_for_failure()`."""
+        failure = self.failure
+        if failure is not None:
+            raise LlmError.from_failure(failure)
+        return self
 
 
 async def assemble_call(options: GenerateOptions, stream: ChunkStream) -> GenerateResult:

@@ -8,8 +8,9 @@ registration's routes to the end of the listing) and then publishes `llm/adapter
 
 from __future__ import annotations
 
+import difflib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Final
 
@@ -25,10 +26,21 @@ __all__ = [
     "Registration",
     "RegistrationHandle",
     "Route",
+    "unknown_route_text",
 ]
 
 REGISTRATION_DISPOSED: Final = ErrorCode.REGISTRATION_DISPOSED
 """The code `replace()` raises on a handle that was already disposed."""
+
+
+def unknown_route_text(route: str, routes: Iterable[str]) -> str:
+    """`unknown route 'locl' (did you mean 'local'? known routes: deepseek, local)`: the one
+    wording every surface uses for a route nobody serves (at most 12 names, then a count)."""
+    known = sorted(routes)
+    close = difflib.get_close_matches(route, known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    shown = ", ".join(known[:12]) + (f", … ({len(known)} in all)" if len(known) > 12 else "")
+    return f"unknown route {route!r} ({hint}known routes: {shown or 'none'})"
 
 
 class RegistrationHandle(ABC):

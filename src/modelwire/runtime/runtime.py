@@ -8,7 +8,7 @@ missing route still surfaces as `NO_ADAPTER` when the result is awaited.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import cast
 
 from ..errors import ErrorCode, InvalidRequestError, LlmError, categorized
@@ -49,7 +49,7 @@ from .output import (
     unsupported_option,
 )
 from .prepared import CONFIG_DRIFT_MESSAGE, PreparedCall
-from .registry import AdapterRegistry, Registration, Route
+from .registry import AdapterRegistry, Registration, Route, unknown_route_text
 from .replay_filter import filter_replay_state
 from .scope import Scope
 from .sync import run_sync
@@ -58,8 +58,11 @@ from .validation import call_config_problem, options_problem
 __all__ = ["LlmRuntime"]
 
 
-def _no_adapter(provider: str) -> LlmError:
-    return LlmError(f'no adapter registered for provider "{provider}"', ErrorCode.NO_ADAPTER)
+def _no_adapter(provider: str, routes: Iterable[str]) -> LlmError:
+    return LlmError(
+        f'{unknown_route_text(provider, routes)}: no adapter registered for provider "{provider}"',
+        ErrorCode.NO_ADAPTER,
+    )
 
 
 def _check_config(config: CallConfig) -> None:
@@ -88,9 +91,14 @@ def _owned(remove: Callable[[], None], scope: Scope | None) -> Callable[[], None
 
 
 class LlmRuntime:
-    """The LLM service: adapters by route, model metadata, prepared calls and streaming calls."""
+    """The LLM service: adapters by route, model metadata, prepared calls and streaming calls.
+
+    `default_model` is the `"route:model"` a caller that names none uses (`Agent.from_model()`):
+    the config file's `[default]` one when `open_runtime` built the runtime, else None.
+    """
 
     def __init__(self) -> None:
+        self.default_model: str | None = None
         self._notifier = AdapterChangeNotifier()
         self._registry = AdapterRegistry(self._notifier.publish)
         self._directory = ProviderDirectory(self._notifier.publish)
@@ -114,7 +122,7 @@ class LlmRuntime:
         """The retry policy captured for the route now registered; `NO_ADAPTER` otherwise."""
         route = self._registry.routes.get(provider)
         if route is None:
-            raise _no_adapter(provider)
+            raise _no_adapter(provider, self._registry.routes)
         return route.retry_policy
 
     def on_adapter_change(
@@ -163,7 +171,7 @@ class LlmRuntime:
 
     async def _list_models(self, provider: str, route: Route | None) -> list[ModelInfo]:
         if route is None:
-            raise _no_adapter(provider)
+            raise _no_adapter(provider, self._registry.routes)
         return check_catalog(provider, await route.adapter.list_models(provider))
 
     def resolve_model_info(self, provider: str, model: str) -> Coro[ResolvedModelInfo]:
@@ -174,7 +182,7 @@ class LlmRuntime:
         self, route: Route | None, provider: str, model: str
     ) -> ResolvedModelInfo:
         if route is None:
-            raise _no_adapter(provider)
+            raise _no_adapter(provider, self._registry.routes)
         try:
             info = await route.adapter.resolve_model(provider, model)
         except LlmError as exc:  # raised by its category (`ModelNotFoundError`, `AuthError`, ...)
@@ -211,7 +219,7 @@ class LlmRuntime:
     async def _prepare(self, route: Route | None, config: CallConfig) -> PreparedCall:
         _check_config(config)
         if route is None:
-            raise _no_adapter(config.provider)
+            raise _no_adapter(config.provider, self._registry.routes)
         pinned = route.adapter.pinned()  # one configuration generation, prepare to dispatch
         if pinned is not route.adapter:
             route = Route(pinned, route.info, route.retry_policy, route.owner)
@@ -282,7 +290,7 @@ class LlmRuntime:
         if prepared is None:
             route = self._registry.routes.get(options.provider)
             if route is None:
-                raise _no_adapter(options.provider)
+                raise _no_adapter(options.provider, self._registry.routes)
             # The route captured before the await serves the call even if it is replaced meanwhile.
             info = await self._resolve_on(route, options.provider, options.model)
             options = materialize(options, info)

@@ -24,6 +24,7 @@ from ..errors import HarnessError
 from ..vocab.typing import Coro
 from .grouphooks import GroupCommitHooks
 from .lease import Decision, LeaseRow, fence_error
+from .tailcache import TailCache
 
 __all__ = ["GroupLeases"]
 
@@ -35,6 +36,7 @@ class GroupLeases(GroupCommitHooks):
 
     _gate: asyncio.Lock
     _next: dict[str, int]
+    _cache: TailCache
 
     @abstractmethod
     async def _commit(self, *, durable: bool) -> None:
@@ -66,6 +68,29 @@ class GroupLeases(GroupCommitHooks):
     @abstractmethod
     async def _q_leases(self) -> list[LeaseRow]:
         """Query every lease row (an absent table: none)."""
+
+    @abstractmethod
+    async def _tx_delete(self, session_id: str, now_ms: int) -> int:
+        """In a transaction of its own (none is open), lock `session_id` as an append would,
+        check it may go (`lease.check_deletable`), delete its events and sessions row, commit;
+        return how many events it had."""
+
+    async def _delete(self, session_id: str) -> int:
+        return await self._shielded(self._delete_locked(session_id))
+
+    async def _delete_locked(self, session_id: str) -> int:
+        async with self._gate:
+            self._check_usable()
+            await self._commit(durable=True)  # nothing of the session left pending
+            self._cache.clear()  # cached tails hold what storage no longer does
+            try:
+                return await self._bounded(
+                    self._tx_delete(session_id, self._clock()), "delete the session"
+                )
+            except HarnessError:
+                raise
+            except Exception as exc:
+                raise self._storage_error(exc, "delete the session") from exc
 
     async def _lease_txn(
         self, session_id: str, decide: Decision

@@ -36,6 +36,7 @@ from ..errors import ErrorCode, HarnessError
 __all__ = [
     "Lease",
     "LeaseRow",
+    "check_deletable",
     "check_lease_ms",
     "decide_acquire",
     "decide_release",
@@ -140,6 +141,15 @@ def lease_held(row: LeaseRow, now_ms: int) -> HarnessError:
         "closed by another (it is taken over only once the lease expires)",
         ErrorCode.TURN_IN_PROGRESS,
     )
+
+
+def check_deletable(session_id: str, row: LeaseRow | None, events: int, now_ms: int) -> None:
+    """Before deleting a session of `events` events with lease `row`: `SESSION_NOT_FOUND` when
+    it has none, `TURN_IN_PROGRESS` while a writer's lease is live."""
+    if events == 0:
+        raise HarnessError(f"session {session_id!r} does not exist", ErrorCode.SESSION_NOT_FOUND)
+    if row is not None and row.expires_ms > now_ms:
+        raise lease_held(row, now_ms)
 
 
 def lease_lost(session_id: str, token: int, row: LeaseRow | None, now_ms: int) -> HarnessError:

@@ -261,6 +261,20 @@ class SessionLog(Leasing, ABC):
         self._check_open()
         return await self._exists(sid)
 
+    async def delete(self, session_id: str) -> int:
+        """Delete every event of `session_id`, for good; returns how many there were. What this
+        instance buffered is made durable first. An unknown session is `SESSION_NOT_FOUND`; one
+        whose lease a live writer holds is `TURN_IN_PROGRESS` (nothing deleted). The session's
+        lease row stays, so its fencing tokens keep growing if the id is used again."""
+        sid = check_session_id(session_id)
+        self._check_open()
+        return await self._delete(sid)
+
+    async def _delete(self, session_id: str) -> int:
+        raise HarnessError(
+            f"session log {self.describe()} cannot delete sessions", ErrorCode.INVALID_ARGS
+        )
+
     async def close(self) -> None:
         """Flush what is buffered and release resources; idempotent. Later calls raise `LOG_UNAVAILABLE`."""
         if self._closed:

@@ -16,7 +16,7 @@ from typing import TypeAlias
 from ..events import AssistantChunk, Event
 from ..vocab import StreamChunk
 from .chunkrun import CHUNK_TYPE, TEXTS, ChunkWriter, check_chunk
-from .lease import Decision, LeaseRow
+from .lease import Decision, LeaseRow, check_deletable
 from .log import Row, SessionInfo, SessionLog, StoredRow, now_ms, stale_write
 
 __all__ = ["MemoryLog"]
@@ -140,6 +140,13 @@ class MemoryLog(SessionLog):
 
     async def _close(self) -> None:
         return None
+
+    async def _delete(self, session_id: str) -> int:
+        session = self._sessions.get(session_id)
+        events = 0 if session is None else len(session.rows)
+        check_deletable(session_id, self._lease_table.get(session_id), events, self._clock())
+        del self._sessions[session_id]  # no await since the check: atomic within the loop
+        return events
 
     async def _lease_txn(
         self, session_id: str, decide: Decision

@@ -30,7 +30,7 @@ from .lease import Decision, LeaseRow
 from .lease_sql import SELECT_ALL, SELECT_ONE, UPSERT, lease_row, upsert_args
 from .log import SessionInfo, StoredRow
 from .pending import PendingRow, session_updates
-from .postgres_sql import COLUMNS, SCHEMA_VERSION, WRITE, ensure_schema, stored_row
+from .postgres_sql import COLUMNS, SCHEMA_VERSION, WRITE, delete_session, ensure_schema, stored_row
 from .urls import redact_url, url_secrets
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def _import_psycopg() -> ModuleType:
     except ImportError as exc:
         raise HarnessError(
             "PostgreSQL session logs need psycopg 3: install it with "
-            "`pip install 'modelwire[postgres]'`",
+            "`pip install 'psycopg[binary]>=3.1'` (from a clone: `pip install '.[postgres]'`)",
             ErrorCode.LOG_UNAVAILABLE,
             cause=exc,
         ) from exc
@@ -337,6 +337,9 @@ class PostgresLog(GroupCommitLog):
         conn = await self._db()
         cur = await conn.execute(SELECT_ALL + " WHERE session_id = ANY(%s)", (list(session_ids),))
         return {row.session_id: row for row in map(lease_row, await cur.fetchall())}
+
+    async def _tx_delete(self, session_id: str, now_ms: int) -> int:
+        return await delete_session(await self._db(), LOCK_NAMESPACE, session_id, now_ms)
 
     async def _q_leases(self) -> list[LeaseRow]:
         conn = await self._db()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final
 
 from .chunkrun import StoredRun
+from .lease import LeaseRow, check_deletable
 from .lease_sql import LEASE_TABLE
 from .log import StoredRow
 
@@ -13,7 +14,16 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg.rows import TupleRow
 
-__all__ = ["COLUMNS", "SCHEMA", "SCHEMA_VERSION", "TABLES", "WRITE", "ensure_schema", "stored_row"]
+__all__ = [
+    "COLUMNS",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "TABLES",
+    "WRITE",
+    "delete_session",
+    "ensure_schema",
+    "stored_row",
+]
 
 SCHEMA_VERSION: Final = "2"
 """The `schema_version` row of `modelwire_meta` this module writes and reads."""
@@ -80,6 +90,31 @@ async def ensure_schema(conn: psycopg.AsyncConnection[TupleRow], namespace: int)
                 await conn.execute(statement)
             return SCHEMA_VERSION
     return None if row is None else str(row[0])
+
+
+async def delete_session(
+    conn: psycopg.AsyncConnection[TupleRow], namespace: int, session_id: str, now_ms: int
+) -> int:
+    """Delete the events of `session_id` in one transaction under its append lock, once
+    `check_deletable` allows it (its lease row stays); how many it had."""
+    async with conn.transaction():
+        await conn.execute("SET LOCAL synchronous_commit = on")
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (namespace, session_id)
+        )
+        cur = await conn.execute(
+            "SELECT (SELECT events FROM modelwire_sessions WHERE session_id = %(s)s), "
+            "l.owner, l.token, l.expires_ms FROM (SELECT 1) AS one LEFT JOIN modelwire_leases l "
+            "ON l.session_id = %(s)s",
+            {"s": session_id},
+        )
+        counted, owner, token, expires = await cur.fetchone() or (None, None, None, None)
+        row = None if token is None else LeaseRow(session_id, str(owner), int(token), int(expires))
+        events = 0 if counted is None else int(counted)
+        check_deletable(session_id, row, events, now_ms)
+        await conn.execute("DELETE FROM modelwire_events WHERE session_id = %s", (session_id,))
+        await conn.execute("DELETE FROM modelwire_sessions WHERE session_id = %s", (session_id,))
+    return events
 
 
 def stored_row(row: tuple[Any, ...]) -> StoredRow:  # Any: the driver's untyped row

@@ -29,7 +29,7 @@ from .lease import Decision, LeaseRow
 from .log import SessionInfo, StoredRow
 from .pending import PendingRow, session_updates
 from .sqlite_file import APPLICATION_ID, SCHEMA_VERSION, SqliteFile, sqlite_path_from_url
-from .sqlite_leases import w_fences, w_lease, w_leases
+from .sqlite_leases import w_delete, w_fences, w_lease, w_leases
 
 __all__ = ["APPLICATION_ID", "SCHEMA_VERSION", "SqliteLog", "sqlite_path_from_url"]
 
@@ -196,6 +196,9 @@ class SqliteLog(SqliteFile, GroupCommitLog):
 
     async def _q_leases(self) -> list[LeaseRow]:
         return await self._call(w_leases, self._db)
+
+    async def _tx_delete(self, session_id: str, now_ms: int) -> int:
+        return await self._call(w_delete, self._db, session_id, now_ms)
 
     # ---- queries -----------------------------------------------------------------------------
 

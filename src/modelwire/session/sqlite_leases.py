@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from .lease import Decision, LeaseRow
+from .lease import Decision, LeaseRow, check_deletable
 from .lease_sql import (
     LEASE_TABLE,
     SELECT_ALL,
@@ -22,7 +22,7 @@ from .lease_sql import (
     upsert_args,
 )
 
-__all__ = ["w_fences", "w_lease", "w_leases"]
+__all__ = ["w_delete", "w_fences", "w_lease", "w_leases"]
 
 _SELECT_ONE = for_sqlite(SELECT_ONE)
 _UPSERT = for_sqlite(UPSERT)
@@ -53,6 +53,28 @@ def w_lease(
             conn.execute("ROLLBACK")
         raise
     return before, after
+
+
+def w_delete(conn: sqlite3.Connection, session_id: str, now_ms: int) -> int:
+    """Delete the events of `session_id` in one write transaction, once `check_deletable`
+    allows it (its lease row, read under the same lock, stays); how many it had."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(LEASE_TABLE)
+        found = conn.execute(_SELECT_ONE, (session_id,)).fetchone()
+        counted = conn.execute(
+            "SELECT events FROM modelwire_sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        events = 0 if counted is None else int(counted[0])
+        check_deletable(session_id, None if found is None else lease_row(found), events, now_ms)
+        conn.execute("DELETE FROM modelwire_events WHERE session_id = ?", (session_id,))
+        conn.execute("DELETE FROM modelwire_sessions WHERE session_id = ?", (session_id,))
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return events
 
 
 def w_fences(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, LeaseRow]:

@@ -1,8 +1,8 @@
 """Cost as the meter reports it — or nothing: the inspector never prices tokens itself.
 
-The token meter may offer `report.cost` (a `Decimal` in USD, or None when a price is unknown) and
-`report.calls_cost[(turn, step, attempt)]`; an older meter offers neither, and the page then
-leaves every cost blank.
+The token meter offers `report.cost` (a `Decimal` in USD, or None when a price is unknown) and
+`report.calls_cost[(turn, step, attempt)]`, priced at the `request/context` logged before each
+call — so every fold that feeds a meter applies those events too, or every cost reads unknown.
 """
 
 from __future__ import annotations

@@ -124,6 +124,7 @@ class SessionFold:
         elif isinstance(data, RequestContext):
             self.contexts.append((seq, data))
             self._provider, self._model = data.provider, data.model
+            self.meter.apply(event)  # the prices of the calls that follow
         else:
             self._marker(event)
 

@@ -68,6 +68,7 @@ class SessionSummary:
                 self.route = f"{config.provider}/{config.model}"
             elif isinstance(data, RequestContext):
                 self.route = f"{data.provider}/{data.model}"
+                self.meter.apply(event)  # the prices of the calls that follow
 
     @staticmethod
     def pending_row(info: SessionInfo) -> SessionRow:

@@ -3,7 +3,8 @@
 `await TurnQueue.open(log_url)` (SQLite file or PostgreSQL) creates or checks the queue tables
 (`modelwire_turns`, version `workers_schema_version` in `modelwire_meta`; a newer version is
 refused, nothing touched). `submit` queues a turn and returns its ticket; `wait` returns once the
-ticket ended (PostgreSQL: `LISTEN/NOTIFY`, SQLite: polling); `status` says where it stands.
+ticket ended (PostgreSQL: `LISTEN/NOTIFY`, SQLite: polling); `status` says where it stands (both
+take the `Ticket` or its id); `tickets` lists them; `cancel` cancels one (`tickets.py`).
 
 Workers `claim` tickets: the oldest unfinished ticket of a session whose lease is free, taken
 with `FOR UPDATE SKIP LOCKED` (SQLite: under its write lock) together with the session's lease in
@@ -19,6 +20,8 @@ import time
 import uuid
 from collections.abc import Callable
 from typing import Self
+
+import msgspec
 
 from ..errors import ErrorCode, HarnessError
 from ..session import open_log
@@ -48,9 +51,12 @@ from .tickets import (
     QueueCounts,
     State,
     Ticket,
+    TicketRef,
     TicketStatus,
     newer_schema,
     no_ticket,
+    statuses_from_rows,
+    ticket_id,
 )
 
 __all__ = ["TurnQueue"]
@@ -73,9 +79,19 @@ _CANDIDATE = (
     "AND NOT EXISTS (SELECT 1 FROM modelwire_leases l WHERE l.session_id = t.session_id "
     "AND l.expires_ms > %s) ORDER BY t.position LIMIT 8"
 )
-_STATUS = (
+_COLUMNS = (
     "SELECT ticket, session_id, state, submitted_ms, worker, claims, finished_ms, reason, "
-    "output, error FROM modelwire_turns WHERE ticket = %s"
+    "output, error FROM modelwire_turns"
+)
+_STATUS = _COLUMNS + " WHERE ticket = %s"
+_LIVE_LEASE = (
+    "EXISTS (SELECT 1 FROM modelwire_leases l WHERE l.session_id = t.session_id "
+    "AND l.expires_ms > %s)"
+)
+_SWEEP = (  # a cancel whose worker died: nobody will end it, so it ends now
+    "UPDATE modelwire_turns SET state = 'cancelled', finished_ms = %s, reason = 'cancelled' "
+    f"WHERE state = 'cancelling' AND ticket IN (SELECT ticket FROM modelwire_turns t WHERE "
+    f"t.state = 'cancelling' AND NOT {_LIVE_LEASE})"
 )
 
 
@@ -155,31 +171,82 @@ class TurnQueue:
             )
         return Ticket(ticket, sid, int(rows[0][0]))
 
-    async def status(self, ticket: str) -> TicketStatus:
-        """Where `ticket` stands; an unknown ticket is `INVALID_ARGS` naming it."""
+    async def status(self, ticket: TicketRef) -> TicketStatus:
+        """Where `ticket` (a `Ticket` or its id) stands; an unknown one is `INVALID_ARGS`."""
+        tid = ticket_id(ticket)
         async with self._driver.transaction() as q:
-            rows = await q(_STATUS, (ticket,))
+            rows = await q(_STATUS, (tid,))
         if not rows:
-            raise no_ticket(ticket, self.where)
-        tid, sid, state, at, worker, claims, finished, reason, output, error = rows[0]
-        return TicketStatus(
-            str(tid),
-            str(sid),
-            state,
-            int(at),
-            worker,
-            int(claims),
-            None if finished is None else int(finished),
-            reason,
-            output,
-            error,
+            raise no_ticket(tid, self.where)
+        return statuses_from_rows(rows)[0]
+
+    async def tickets(
+        self, *, states: tuple[str, ...] = (), session_id: str | None = None, limit: int = 100
+    ) -> list[TicketStatus]:
+        """The `limit` most recent tickets (of `states`, of `session_id`), oldest first."""
+        where: list[str] = []
+        params: list[object] = []
+        if states:
+            where.append(f"state IN ({', '.join(['%s'] * len(states))})")
+            params.extend(states)
+        if session_id is not None:
+            where.append("session_id = %s")
+            params.append(session_id)
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        sql = f"{_COLUMNS}{clause} ORDER BY position DESC LIMIT %s"
+        async with self._driver.transaction() as q:
+            rows = await q(sql, (*params, max(0, int(limit))))
+        return statuses_from_rows(rows[::-1])
+
+    async def cancel(self, ticket: TicketRef) -> TicketStatus:
+        """Cancel `ticket`: a queued one (or a running one whose worker is gone) ends
+        `cancelled` now and never runs; a running one becomes `cancelling` until its worker
+        cancels the turn. An unknown or finished ticket is `INVALID_ARGS`, nothing changed."""
+        tid = ticket_id(ticket)
+        now = self._clock()
+        async with self._driver.transaction() as q:
+            rows = await q(_STATUS, (tid,))
+            if not rows:
+                raise no_ticket(tid, self.where)
+            status = statuses_from_rows(rows)[0]
+            if status.done:
+                raise HarnessError(
+                    f"turn queue {self.where}: ticket {tid!r} already {status.state}: nothing to "
+                    "cancel, nothing changed",
+                    ErrorCode.INVALID_ARGS,
+                )
+            if status.state != "queued":
+                live = await q(f"SELECT {_LIVE_LEASE} FROM modelwire_turns t WHERE ticket = %s",
+                               (now, tid))  # fmt: skip
+                if live and live[0][0]:
+                    await q("UPDATE modelwire_turns SET state = 'cancelling' WHERE ticket = %s "
+                            "AND state = 'running'", (tid,))  # fmt: skip
+                    return msgspec.structs.replace(status, state="cancelling")
+            await q(
+                "UPDATE modelwire_turns SET state = 'cancelled', finished_ms = %s, "
+                "reason = 'cancelled' WHERE ticket = %s",
+                (now, tid),
+            )
+            await self._driver.notify(q, tid)
+        return msgspec.structs.replace(
+            status, state="cancelled", reason="cancelled", finished_ms=now
         )
 
+    async def cancel_requests(self, owner: str) -> list[str]:
+        """The tickets `owner` runs whose cancel was asked for (`cancelling`)."""
+        async with self._driver.transaction() as q:
+            rows = await q(
+                "SELECT ticket FROM modelwire_turns WHERE state = 'cancelling' AND worker = %s",
+                (owner,),
+            )
+        return [str(row[0]) for row in rows]
+
     async def wait(
-        self, ticket: str, *, timeout_s: float | None = None, poll_s: float = 0.2
+        self, ticket: TicketRef, *, timeout_s: float | None = None, poll_s: float = 0.2
     ) -> TicketStatus:
-        """The status of `ticket` once it ended (`TIMEOUT` after `timeout_s` if given). Waits
-        for a notice (PostgreSQL) or `poll_s` between checks."""
+        """The status of `ticket` (a `Ticket` or its id) once it ended (`TIMEOUT` after
+        `timeout_s` if given). Waits for a notice (PostgreSQL) or `poll_s` between checks."""
+        ticket = ticket_id(ticket)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             status = await self.status(ticket)
@@ -195,29 +262,27 @@ class TurnQueue:
             await self._driver.wait_notice(left)
 
     async def counts(self) -> QueueCounts:
-        """Tickets per state, running per worker, and running ones whose lease expired."""
+        """Tickets per state; running ones per live worker, and those whose lease expired (a
+        dead worker's, counted there and no longer under its name)."""
         now = self._clock()
         async with self._driver.transaction() as q:
             grouped = await q("SELECT state, count(*) FROM modelwire_turns GROUP BY state", ())
             states = {str(state): int(n) for state, n in grouped}
             workers = await q(
-                "SELECT worker, count(*) FROM modelwire_turns WHERE state = 'running' "
-                "GROUP BY worker",
-                (),
-            )
-            expired = await q(
-                "SELECT count(*) FROM modelwire_turns t WHERE state = 'running' AND NOT EXISTS "
-                "(SELECT 1 FROM modelwire_leases l WHERE l.session_id = t.session_id "
-                "AND l.expires_ms > %s)",
+                "SELECT worker, count(*) FROM modelwire_turns t WHERE state IN ('running', "
+                f"'cancelling') AND {_LIVE_LEASE} GROUP BY worker",
                 (now,),
             )
+        by_worker = {str(w): int(n) for w, n in workers}
+        running = states.get("running", 0) + states.get("cancelling", 0)
         return QueueCounts(
             queued=int(states.get("queued", 0)),
-            running=int(states.get("running", 0)),
+            running=sum(by_worker.values()),
             completed=int(states.get("completed", 0)),
             failed=int(states.get("failed", 0)),
-            by_worker={str(w): int(n) for w, n in workers},
-            expired=int(expired[0][0]),
+            by_worker=by_worker,
+            expired=running - sum(by_worker.values()),
+            cancelled=int(states.get("cancelled", 0)),
         )
 
     # ---- claims ------------------------------------------------------------------------------
@@ -228,6 +293,7 @@ class TurnQueue:
         driver = self._driver
         lock = " FOR UPDATE OF t SKIP LOCKED" if driver.postgres else ""
         async with driver.transaction() as q:
+            await q(_SWEEP, (now, now))
             for candidate in await q(_CANDIDATE + lock, (now,)):
                 ticket, sid, text, state = (str(value) for value in candidate)
                 # never wait for a session another writer holds (a paused one may hold it long)
@@ -279,11 +345,13 @@ class TurnQueue:
         output: str | None = None,
         error: str | None = None,
     ) -> None:
-        """End `claim`'s ticket as `state` (completed or failed) and release its lease, only
-        while `lease` still holds the session (else `LEASE_LOST`: another worker took over)."""
-        if state not in ("completed", "failed"):
+        """End `claim`'s ticket as `state` (completed, failed or cancelled) and release its
+        lease, only while `lease` still holds the session (else `LEASE_LOST`: another worker
+        took over)."""
+        if state not in ("completed", "failed", "cancelled"):
             raise HarnessError(
-                f"a ticket ends completed or failed, not {state!r}", ErrorCode.INVALID_ARGS
+                f"a ticket ends completed, failed or cancelled, not {state!r}",
+                ErrorCode.INVALID_ARGS,
             )
         now = self._clock()
         driver = self._driver
@@ -295,7 +363,7 @@ class TurnQueue:
                 raise lease_lost(lease.session_id, lease.token, row, now)
             await q(
                 "UPDATE modelwire_turns SET state = %s, finished_ms = %s, reason = %s, "
-                "output = %s, error = %s WHERE ticket = %s AND state = 'running'",
+                "output = %s, error = %s WHERE ticket = %s AND state IN ('running', 'cancelling')",
                 (state, now, reason, output, error, claim.ticket),
             )
             released = decide_release(lease)(row, now)

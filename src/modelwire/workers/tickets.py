@@ -5,6 +5,11 @@ session's lease in the same transaction), `running` while a worker holds it, the
 `failed` exactly once (the ending is written only under the claim's lease). A `running` ticket
 whose lease expired — its worker died or was paused — is claimed again by another worker (a
 takeover), which continues the turn from the log.
+
+`TurnQueue.cancel` ends a `queued` ticket `cancelled` at once (it never runs); a `running` one
+becomes `cancelling` until its worker, which looks for such tickets every poll, cancels the turn
+(`turn/end {aborted}`) and ends it `cancelled` — or, when its worker is gone (the lease expired),
+it is `cancelled` at once too.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import msgspec
 
 from ..errors import ErrorCode, HarnessError
 from ..session.lease import Lease
+from .drivers import Rows
 
 __all__ = [
     "DONE_STATES",
@@ -24,13 +30,16 @@ __all__ = [
     "QueueCounts",
     "State",
     "Ticket",
+    "TicketRef",
     "TicketStatus",
     "newer_schema",
     "no_ticket",
+    "statuses_from_rows",
+    "ticket_id",
 ]
 
-State: TypeAlias = Literal["queued", "running", "completed", "failed"]
-DONE_STATES: Final = ("completed", "failed")
+State: TypeAlias = Literal["queued", "running", "cancelling", "completed", "failed", "cancelled"]
+DONE_STATES: Final = ("completed", "failed", "cancelled")
 SCHEMA_KEY: Final = "workers_schema_version"
 """The `modelwire_meta` key recording the version of the queue tables."""
 SCHEMA_VERSION: Final = 1
@@ -42,6 +51,15 @@ class Ticket(msgspec.Struct, frozen=True):
     id: str
     session_id: str
     position: int
+
+
+TicketRef: TypeAlias = str | Ticket
+"""A ticket as `submit()` returned it, or its id."""
+
+
+def ticket_id(ticket: TicketRef) -> str:
+    """The id of `ticket` (a `Ticket` or an id)."""
+    return ticket.id if isinstance(ticket, Ticket) else ticket
 
 
 class TicketStatus(msgspec.Struct, frozen=True):
@@ -62,8 +80,27 @@ class TicketStatus(msgspec.Struct, frozen=True):
 
     @property
     def done(self) -> bool:
-        """True once completed or failed."""
+        """True once completed, failed or cancelled."""
         return self.state in DONE_STATES
+
+
+def statuses_from_rows(rows: Rows) -> list[TicketStatus]:
+    """`modelwire_turns` rows (`queue._COLUMNS` order) as `TicketStatus`es."""
+    return [
+        TicketStatus(
+            str(tid),
+            str(sid),
+            state,
+            int(at),
+            worker,
+            int(claims),
+            None if finished is None else int(finished),
+            reason,
+            output,
+            error,
+        )
+        for tid, sid, state, at, worker, claims, finished, reason, output, error in rows
+    ]
 
 
 class Claim(msgspec.Struct, frozen=True):
@@ -78,8 +115,9 @@ class Claim(msgspec.Struct, frozen=True):
 
 
 class QueueCounts(msgspec.Struct, frozen=True):
-    """`modelwire queue status`: tickets per state, running tickets per worker, and running
-    tickets whose lease has expired (their worker is gone; the next claim takes them over)."""
+    """`modelwire queue status`: tickets per state; `running` and `by_worker` count the tickets
+    a live worker holds (its lease unexpired; `cancelling` ones included), `expired` the running
+    tickets whose lease expired (their worker is gone; the next claim takes them over)."""
 
     queued: int
     running: int
@@ -87,6 +125,7 @@ class QueueCounts(msgspec.Struct, frozen=True):
     failed: int
     by_worker: dict[str, int]
     expired: int
+    cancelled: int = 0
 
 
 def no_ticket(ticket: str, where: str) -> HarnessError:

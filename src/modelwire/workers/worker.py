@@ -2,7 +2,8 @@
 
 `Worker(log_url, factory)` opens the queue and the log of one database and builds its agent with
 `factory(log)` (a function or coroutine function returning an `Agent`; one that raises stops the
-worker before anything is claimed). `await worker.run()` claims tickets (`TurnQueue.claim`, which
+worker before anything is claimed). `until_idle` stops it once it runs nothing and finds nothing
+to claim (a batch: run the queue dry, then exit). `await worker.run()` claims tickets (`TurnQueue.claim`, which
 takes the session's lease) and runs each under its lease, renewed every `renew_ms` through the
 queue's connection:
 
@@ -75,6 +76,7 @@ class Worker:
         grace_ms: float = 30_000.0,
         owner: str | None = None,
         say: Callable[[str], None] | None = None,
+        until_idle: bool = False,
     ) -> None:
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise HarnessError(
@@ -95,6 +97,7 @@ class Worker:
         self.poll_s = poll_ms / 1000.0
         self.grace_s = grace_ms / 1000.0
         self.owner = owner or default_owner()
+        self.until_idle = until_idle
         self.stats = WorkerStats()
         self._say = say or _LOG.info
         self._stopping = asyncio.Event()
@@ -103,6 +106,7 @@ class Worker:
         self._agent: Agent[Any] | None = None  # Any: the user's agent
         self._reopening = asyncio.Lock()
         self._leases: dict[str, Lease] = {}  # ticket -> its lease, as last renewed
+        self._cancelled: set[str] = set()  # tickets whose turn this worker cancelled (queue cancel)
         self._retired: list[Agent[Any]] = []  # agents of broken logs, closed at the end
 
     def stop(self) -> None:
@@ -125,12 +129,17 @@ class Worker:
                         self._say(f"claim failed: {exc.message}")
                         break
                     if claim is None:
+                        if self.until_idle and not tasks:  # nothing left to claim or run
+                            self._say(f"worker {self.owner}: idle, stopping (--until-idle)")
+                            self.stop()
                         break
                     tasks.add(asyncio.ensure_future(self._run_claim(claim)))
                 await asyncio.wait(
                     {stopping, *tasks}, timeout=self.poll_s, return_when=asyncio.FIRST_COMPLETED
                 )
                 tasks = {task for task in tasks if not task.done()}
+                if tasks:
+                    await self._cancel_asked(queue)
             await self._drain(tasks)
         finally:
             for task in tasks:
@@ -156,6 +165,19 @@ class Worker:
         for task in pending:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+    async def _cancel_asked(self, queue: TurnQueue) -> None:
+        """Cancel the turns of the tickets `modelwire queue cancel` asked to stop."""
+        try:
+            asked = await queue.cancel_requests(self.owner)
+        except HarnessError:
+            return  # the database is away: asked again next poll
+        for ticket in asked:
+            lease = self._leases.get(ticket)
+            if lease is not None and ticket not in self._cancelled and self._agent is not None:
+                self._cancelled.add(ticket)
+                self._say(f"cancelling {ticket} (session {lease.session_id}): queue cancel")
+                self._agent.cancel(lease.session_id, AbortCause("user", "queue cancel"))
 
     # ---- the log and the agent -----------------------------------------------------------------
 
@@ -235,6 +257,7 @@ class Worker:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await keeper
             self._leases.pop(claim.ticket, None)
+            self._cancelled.discard(claim.ticket)
 
     async def _keep(self, claim: Claim, lost: list[HarnessError]) -> None:
         queue = self._queue
@@ -269,11 +292,16 @@ class Worker:
                     raise lost[0]
                 await queue.finish(claim, lease, state, reason=reason, output=output, error=error)
             except asyncio.CancelledError:
-                # the keeper cancels the turn once its lease is lost (the agent then cancels this
-                # task); any other cancellation (the worker stopping) goes on
+                # the keeper cancels the turn once its lease is lost, `_cancel_asked` once the
+                # queue asked (the agent then cancels this task); any other cancellation (the
+                # worker stopping) goes on
                 task = asyncio.current_task()
-                if not lost or task is None or task.uncancel() > 0:
+                asked = claim.ticket in self._cancelled
+                if not (lost or asked) or task is None or task.uncancel() > 0:
                     raise
+                if not lost:
+                    await self._end_cancelled(claim, lease)
+                    return
                 self.stats.lost += 1
                 self._say(f"lease lost on {claim.ticket}: {lost[0].message}")
                 return
@@ -298,6 +326,19 @@ class Worker:
             self.stats.finished += 1
             self._say(f"finished {claim.ticket} {state} ({reason})")
             return
+
+    async def _end_cancelled(self, claim: Claim, lease: Lease) -> None:
+        """End a ticket whose turn this worker cancelled for `queue cancel` as cancelled."""
+        queue = self._queue
+        assert queue is not None
+        self._cancelled.discard(claim.ticket)
+        try:
+            await queue.finish(claim, lease, "cancelled", reason="aborted")
+        except HarnessError as exc:
+            self._say(f"could not end {claim.ticket} cancelled: {exc.message}")
+            return
+        self.stats.finished += 1
+        self._say(f"finished {claim.ticket} cancelled")
 
     async def _fail(self, claim: Claim, lease: Lease, exc: Exception) -> None:
         """End a ticket whose turn raised (not a lost lease, not an unavailable log) as failed."""

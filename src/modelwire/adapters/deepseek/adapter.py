@@ -188,7 +188,7 @@ class DeepSeekAdapter(LlmAdapter):
         if not raw:  # an empty value counts as absent
             raise LlmError(
                 f"{_PKG}: no API key: the environment variable {var} is not set; "
-                f"export {var}=<key> or pass api_key",
+                f"export {var}=<key> (or store it: `modelwire keys set deepseek`) or pass api_key",
                 ErrorCode.MISSING_CREDENTIAL,
             )
         return assert_usable_api_key(raw, _PKG, var)

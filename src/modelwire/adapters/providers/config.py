@@ -25,7 +25,7 @@ from ...vocab.redacted import hidden_headers, hidden_repr, hidden_rich_repr
 from ...wire.ratelimit import LIMIT_FIELDS, RouteLimits, route_limits
 from ...wire.urls import http_url_problem
 from .compat import LEVELS, MODALITIES, PROTOCOLS
-from .materialize import ModelDescriptor, materialize_models
+from .materialize import DEFAULT_MAX_TOKENS, ModelDescriptor, materialize_models
 from .protocols.request import CacheRetention
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 DEFAULT_CONTEXT_WINDOW: Final = 262_144
-DEFAULT_MAX_TOKENS: Final = 32_768
 DEFAULT_IDLE_TIMEOUT_MS: Final = 300_000
 DEFAULT_MAX_REQUEST_IMAGE_BYTES: Final = 20_971_520
 _MAX_TIMER_MS: Final = 2_147_483_647
@@ -228,13 +227,14 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
         )
     context_window = _pos_int(route, raw, "default_context_window", DEFAULT_CONTEXT_WINDOW)
     max_tokens = _pos_int(route, raw, "default_max_tokens", DEFAULT_MAX_TOKENS)
+    explicit_max_tokens = max_tokens if "default_max_tokens" in raw else None
     models, catalog_route, ambient = materialize_models(
         route,
         raw,
         api=api,
         base_url=base_url,
         default_context_window=context_window,
-        default_max_tokens=max_tokens,
+        default_max_tokens=explicit_max_tokens,
         default_input=tuple(dict.fromkeys(default_input)),
     )
     key_env = _string(route, raw, "api_key_env")

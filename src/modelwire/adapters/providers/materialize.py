@@ -29,7 +29,11 @@ from .compat import (
     written,
 )
 
-__all__ = ["ModelDescriptor", "materialize_models", "supported_levels"]
+__all__ = ["DEFAULT_MAX_TOKENS", "ModelDescriptor", "materialize_models", "supported_levels"]
+
+DEFAULT_MAX_TOKENS: Final = 32_768
+"""The output cap of a model nothing sizes (no entry `max_tokens`, no catalog, no profile
+`default_max_tokens`); an OpenAI-compatible request leaves the field out instead."""
 
 _ENTRY_FIELDS: Final = frozenset(
     {"id", "name", "context_window", "max_tokens", "input", "reasoning_efforts", "compat", "cost"}
@@ -60,6 +64,10 @@ class ModelDescriptor(msgspec.Struct, frozen=True, kw_only=True):
     """The route's API version (Azure's ``api-version`` query parameter); None = unset."""
     pricing: ModelPricing | None = None
     """List prices (catalog, or the entry's `cost`); None = unknown."""
+    max_tokens_known: bool = True
+    """Whether `max_tokens` is the model's (its entry, the catalog, or the profile's
+    `default_max_tokens`), not modelwire's fallback: an OpenAI-compatible request then leaves
+    the output cap to the server unless the caller names one."""
 
     def __repr__(self) -> str:
         return hidden_repr(self, {"headers": hidden_headers(self.headers)})
@@ -266,10 +274,12 @@ def materialize_models(
     api: str | None,
     base_url: str | None,
     default_context_window: int,
-    default_max_tokens: int,
+    default_max_tokens: int | None,
     default_input: tuple[str, ...],
 ) -> tuple[dict[str, ModelDescriptor], bool, tuple[str, ...]]:
-    """Materialize a route's models; returns (models by id, is-catalog-route, ambient key vars)."""
+    """Materialize a route's models; returns (models by id, is-catalog-route, ambient key vars).
+    `default_max_tokens` None: the profile gives none (a model no entry or catalog sizes gets
+    `DEFAULT_MAX_TOKENS`, marked unknown)."""
     catalog = load_catalog().providers.get(route)
     raw_entries = _entries(route, raw, catalog)
     route_compat = _check_vocabulary(route, f"providers.{route}.compat", raw.get("compat"))
@@ -343,8 +353,10 @@ def materialize_models(
             else (cat.input if cat else default_input),
             context_window=context_window
             or (cat.context_window if cat else default_context_window),
-            max_tokens=max_tokens or (cat.max_tokens if cat else default_max_tokens),
+            max_tokens=max_tokens
+            or (cat.max_tokens if cat else default_max_tokens or DEFAULT_MAX_TOKENS),
             configured_max_tokens=max_tokens,
+            max_tokens_known=bool(max_tokens or cat or default_max_tokens),
             headers=tuple((cat.headers or {}).items()) if cat else (),
             compat=compat,
             pricing=_pricing(route, site, entry.get("cost"), cat),

@@ -315,11 +315,12 @@ def build_completions_request(
         body.stream_options = _INCLUDE_USAGE
     if compat.supports_store:
         body.store = False
-    cap = output_cap(ctx, model, options.max_tokens)
-    if compat.max_tokens_field == "max_tokens":
-        body.max_tokens = cap
-    else:
-        body.max_completion_tokens = cap
+    if options.max_tokens is not None or model.max_tokens_known:  # else the server's own cap
+        cap = output_cap(ctx, model, options.max_tokens)
+        if compat.max_tokens_field == "max_tokens":
+            body.max_tokens = cap
+        else:
+            body.max_completion_tokens = cap
     if options.temperature is not None:
         body.temperature = options.temperature
     if ctx.tools:

@@ -1,5 +1,5 @@
-"""The PostgreSQL test server of the worker tests (`MODELWIRE_TEST_POSTGRES_URL`) and fresh
-schemas on it, selected through libpq `options=-csearch_path=...` (as `tests/session` does)."""
+"""The PostgreSQL test server (`MODELWIRE_TEST_POSTGRES_URL`) of the worker and CLI tests, and
+fresh schemas on it, selected through libpq `options=-csearch_path=...` (as `tests/session` does)."""
 
 from __future__ import annotations
 
