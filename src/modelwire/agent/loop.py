@@ -3,10 +3,9 @@
 `Agent.resume_turn` runs the same frame over a turn a dead process left open (see `resume.py`).
 Each turn runs its Steps through one `StepRunner` (`step.py`), with the request seed frozen then.
 
-Every fact lands in the session log and the log — not this object — is the source of truth: a new
-`Agent` over an existing session continues turn numbering from it and rebuilds every request from
-it. One turn per session runs at a time per agent instance. Its Steps, limits and typed output
-are run by a `TurnLoop` (`turn.py`).
+The session log, not this object, is the source of truth: a new `Agent` over an existing session
+continues its turn numbering and rebuilds every request from it. One turn per session runs at a
+time per agent; its Steps, limits and typed output are run by a `TurnLoop` (`turn.py`).
 """
 
 from __future__ import annotations
@@ -74,9 +73,8 @@ class Agent(AgentControls, Generic[OutputT]):
     (seconds) are the agent's time: an open turn's age, a resumed retry's wait, tool timeouts.
     Each turn holds the session's lease (`leasing.py`): `lease_ms` long (None: no lease),
     renewed every `lease_renew_ms` (default a third), taken as `owner` (default host:pid:random).
-    `mcp_servers` (`modelwire.mcp.MCPServer`s) add their tools, named `<server>_<tool>`: a server
-    starts at the first request that needs it (or `async with agent`), and `close()` stops the
-    servers the agent started (`toolbox.py`).
+    `mcp_servers` (`modelwire.mcp.MCPServer`s) add their tools as `<server>_<tool>`; a server
+    starts at the first request (or `async with agent`), `close()` stops it (`toolbox.py`).
     """
 
     def __init__(
@@ -168,6 +166,7 @@ class Agent(AgentControls, Generic[OutputT]):
         cancel_grace_ms: float = 2_000.0,
         clock: Callable[[], int] | None = None,
         sleep: Sleep | None = None,
+        mcp_servers: Iterable[ToolSource] = (),
     ) -> Agent[OutputT]:
         """An agent on `"route:model"` (None: the config's `[default]` model) with the routes of
         `open_runtime(config)` (or `runtime`) and the log `log` (a `SessionLog`, a URL opened on
@@ -201,6 +200,7 @@ class Agent(AgentControls, Generic[OutputT]):
             cancel_grace_ms=cancel_grace_ms,
             clock=clock,
             sleep=sleep,
+            mcp_servers=mcp_servers,
         )
         if opened is not url:
             agent._disposers.insert(0, opened.close)  # the log it opened closes last
@@ -221,8 +221,7 @@ class Agent(AgentControls, Generic[OutputT]):
         await self.toolbox.aclose()
 
     def _session(self, session_id: str) -> SessionState:
-        """This instance's state of `session_id`: its log view (refresh it before use) and
-        whether it has logged a request header there yet."""
+        """This instance's state of `session_id`: its log view (refresh before use), header sent."""
         state = self._sessions.get(session_id)
         if state is None:
             state = self._sessions[session_id] = SessionState(session_id)

@@ -1,9 +1,8 @@
 """The step object, `StepRunner`: one Step's attempts, its request-error decision, its tool calls.
 
-A `StepRunner` owns what a Step needs — the log, the runtime, the hooks, the tools and the
-request seed frozen when the turn started — and holds the one request-building path, shared by
-a running Step and a resumed one (`resume.py`): seed config → `on_request` → `prepare_call` →
-header and context facts → the request (spec F.3).
+A `StepRunner` owns what a Step needs (log, runtime, hooks, tools, the turn's request seed) and
+holds the one request-building path, shared by a running Step and a resumed one (`resume.py`):
+seed config → `on_request` → `prepare_call` → header and context facts → the request (F.3).
 
 A retry is another attempt of the same Step: same turn, same step, a new attempt number, a fresh
 assembler and chunk-seq list, and the request re-derived from the log. `carry_on` carries on a
