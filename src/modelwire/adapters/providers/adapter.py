@@ -25,6 +25,7 @@ from ...vocab import (
 from ...wire.pump import StreamSource, pump_sse
 from ...wire.ratelimit import RateLimiter
 from ...wire.status import reclassify
+from ...wire.transport import H1Transport, Transport, default_transport
 from .catalog import load_catalog
 from .config import ResolvedProfile, load_config_file, resolve_profiles
 from .credentials import missing_credential
@@ -59,8 +60,11 @@ class ProvidersAdapter(LlmAdapter):
         read_image: ImageLoader | None = None,
         on_replay_degrade: ReplayDegrade | None = None,
         rate_limiter: RateLimiter | None = None,
+        transport: Transport | None = None,
     ) -> None:
         self.rate_limiter = RateLimiter() if rate_limiter is None else rate_limiter
+        # every request of every route goes through it (proxy variables read from `env` if given)
+        self._transport = transport or (H1Transport(env) if env is not None else default_transport())
         self._snapshot = Snapshot(profiles)
         self._env = env
         self._read_image = read_image
@@ -80,6 +84,7 @@ class ProvidersAdapter(LlmAdapter):
         read_image: ImageLoader | None = None,
         on_replay_degrade: ReplayDegrade | None = None,
         rate_limiter: RateLimiter | None = None,
+        transport: Transport | None = None,
     ) -> ProvidersAdapter:
         """Validate `config` fully (raises `INVALID_CONFIG` naming route and field) and build."""
         return cls(
@@ -88,6 +93,7 @@ class ProvidersAdapter(LlmAdapter):
             read_image=read_image,
             on_replay_degrade=on_replay_degrade,
             rate_limiter=rate_limiter,
+            transport=transport,
         )
 
     @classmethod
@@ -187,6 +193,7 @@ class ProvidersAdapter(LlmAdapter):
             request,
             profiles=self._snapshot.profiles,
             env=os.environ if self._env is None else self._env,
+            transport=self._transport,
         )
 
     # ---- describing ---------------------------------------------------------------------------
@@ -305,6 +312,7 @@ class ProvidersAdapter(LlmAdapter):
             load_image=self._read_image,
             on_degrade=self._on_degrade,
             limiter=self.rate_limiter,
+            transport=self._transport,
         )
 
 

@@ -19,6 +19,7 @@ from ...vocab import GenerateOptions, ImageBlock, Message
 from ...wire.attribution import attribution_headers
 from ...wire.credentials import credential_values
 from ...wire.http import stream_post_pieces
+from ...wire.transport import Transport
 from ...wire.pump import Read, StreamSource
 from ...wire.ratelimit import RateLimiter
 from ...wire.watchdog import IdleWatchdog, idle_text, ms_text
@@ -203,6 +204,7 @@ async def open_call(
     on_degrade: ReplayDegrade | None,
     clock: Callable[[], float] = time.time,
     limiter: RateLimiter | None = None,
+    transport: Transport | None = None,
 ) -> StreamSource:
     """Every check and the request build (before any I/O), then the reads and translator;
     with a `limiter`, the reads wait for the route's permit first (`limited_reads`)."""
@@ -252,6 +254,8 @@ async def open_call(
             provider=profile.display_name,
             endpoint=model.base_url,
             watchdog=watchdog,
+            settings=profile.transport_settings,
+            transport=transport,
         )
     else:
         observe = None if limiter is None else functools.partial(limiter.observe, profile.route)
@@ -266,6 +270,8 @@ async def open_call(
             refine=spec.http_error,
             encoded_url=spec.signed_path,
             on_headers=observe,
+            settings=profile.transport_settings,
+            transport=transport,
         )
     if limiter is not None:
         reads = limited_reads(reads, limiter, profile, request_tokens(request.body, model), record)
