@@ -17,7 +17,9 @@ __all__ = ["DEFAULT_DNS_TTL_S", "AddrInfo", "Resolver"]
 DEFAULT_DNS_TTL_S: Final = 300.0
 _MAX_NAMES: Final = 256
 
-AddrInfo = tuple[int, int, int, str, tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes]]
+AddrInfo = tuple[
+    int, int, int, str, tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes]
+]
 """One `socket.getaddrinfo` answer: family, type, proto, canonname, sockaddr."""
 
 

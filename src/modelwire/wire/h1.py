@@ -40,6 +40,7 @@ HIGH_WATER: Final = 1 << 18
 MAX_HEAD_BYTES: Final = 1 << 16
 """A response head (status line and headers) longer than this is refused (64 KiB)."""
 
+
 class WireError(ConnectionError):
     """A transport failure of this client; `reason` is the short text put in `LlmError`s."""
 
@@ -59,8 +60,8 @@ class Connection(asyncio.Protocol):
         "_waiter",
         "closed",
         "expires",
-        "key",
         "keepalive",
+        "key",
         "transport",
     )
 

@@ -110,7 +110,7 @@ class ResponseParser:
             self.extra = True  # bytes after the whole response: the connection is not reused
 
     def on_status(self, status: bytes) -> None:
-        self._count(len(status) + 13)
+        self._count(len(status) + 17)  # "HTTP/1.1 200 " + reason + CRLF, and the blank line
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self.head is None:

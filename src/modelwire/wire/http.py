@@ -71,9 +71,7 @@ def transport_reason(exc: BaseException) -> str:
     return "connection failed"
 
 
-def transport_failure(
-    what: str, exc: BaseException, secrets: Iterable[str] = ()
-) -> LlmError:
+def transport_failure(what: str, exc: BaseException, secrets: Iterable[str] = ()) -> LlmError:
     """The `LlmError` of a transport failure: `what` ("DeepSeek API request to <endpoint>
     failed") and the reason, coded ``PROXY``, ``TIMEOUT`` (connect) or ``TRANSPORT``; any of
     `secrets` in the reason is redacted."""

@@ -307,10 +307,8 @@ class H1Response:
         if not parser.done and parser.error is None and not conn.closed:
             data = conn.take()
             if data:
-                try:
+                with contextlib.suppress(WireError):
                     parser.feed(data)
-                except WireError:
-                    pass
         head = parser.head
         if (
             parser.done

@@ -118,7 +118,9 @@ async def responses_websocket(
                     ErrorCode.MALFORMED_RESPONSE,
                 ) from exc
             except OSError as exc:
-                raise transport_failure(f"{provider} WebSocket from {endpoint} failed", exc) from exc
+                raise transport_failure(
+                    f"{provider} WebSocket from {endpoint} failed", exc
+                ) from exc
             if data is None:  # closed: the response ends here, complete or not
                 return
             yield data

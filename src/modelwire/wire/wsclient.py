@@ -13,6 +13,7 @@ open and is never reused.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
 import struct
@@ -24,7 +25,13 @@ from .h1 import Connection, WireError, request_bytes
 from .h1body import ResponseParser
 from .pool import Pool, Target
 
-__all__ = ["DEFAULT_MAX_MESSAGE", "H1WebSocket", "MessageTooLarge", "UpgradeRefused", "open_websocket"]
+__all__ = [
+    "DEFAULT_MAX_MESSAGE",
+    "H1WebSocket",
+    "MessageTooLarge",
+    "UpgradeRefused",
+    "open_websocket",
+]
 
 _GUID: Final = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _MAX_ERROR_BODY: Final = 1 << 20
@@ -73,9 +80,7 @@ class H1WebSocket:
 
     __slots__ = ("_buffer", "_closed", "_conn", "_fragments", "_pool", "max_message_bytes")
 
-    def __init__(
-        self, pool: Pool, conn: Connection, rest: bytes, max_message_bytes: int
-    ) -> None:
+    def __init__(self, pool: Pool, conn: Connection, rest: bytes, max_message_bytes: int) -> None:
         self._pool = pool
         self._conn = conn
         self._buffer = rest
@@ -156,10 +161,8 @@ class H1WebSocket:
         conn = self._conn
         if not self._closed and not conn.closed:
             self._closed = True
-            try:
+            with contextlib.suppress(WireError):
                 conn.write(frame(_CLOSE, struct.pack("!H", 1000)))
-            except WireError:
-                pass
         self._pool.drop(conn)
 
 

@@ -161,7 +161,9 @@ class DeepSeekAdapter(LlmAdapter):
         )
         self._entry = self._config
         # every request goes through it (proxy variables read from `env` when one is given)
-        self._transport = transport or (H1Transport(env) if env is not None else default_transport())
+        self._transport = transport or (
+            H1Transport(env) if env is not None else default_transport()
+        )
         self.rate_limiter = RateLimiter(clock=rate_limit_clock, sleep=rate_limit_sleep)
 
     @classmethod

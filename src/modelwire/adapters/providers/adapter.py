@@ -64,7 +64,9 @@ class ProvidersAdapter(LlmAdapter):
     ) -> None:
         self.rate_limiter = RateLimiter() if rate_limiter is None else rate_limiter
         # every request of every route goes through it (proxy variables read from `env` if given)
-        self._transport = transport or (H1Transport(env) if env is not None else default_transport())
+        self._transport = transport or (
+            H1Transport(env) if env is not None else default_transport()
+        )
         self._snapshot = Snapshot(profiles)
         self._env = env
         self._read_image = read_image

@@ -6,10 +6,9 @@ endpoints are asked `GET <base_url>/models` (OpenAI protocols only), reading at 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Final
-
-import asyncio
 
 import msgspec
 

@@ -19,9 +19,9 @@ from ...vocab import GenerateOptions, ImageBlock, Message
 from ...wire.attribution import attribution_headers
 from ...wire.credentials import credential_values
 from ...wire.http import stream_post_pieces
-from ...wire.transport import Transport
 from ...wire.pump import Read, StreamSource
 from ...wire.ratelimit import RateLimiter
+from ...wire.transport import Transport
 from ...wire.watchdog import IdleWatchdog, idle_text, ms_text
 from .config import ResolvedProfile
 from .context import to_context
