@@ -162,7 +162,7 @@ def test_h1_keep_alive_follows_connection_header_and_version() -> None:
 @pytest.mark.parametrize(
     ("wire", "reason"),
     [
-        (b"ICY 200 OK\r\n\r\n", "expected http/"),
+        (b"HTTP/1.1 200 OK\r\nX\x01: y\r\n\r\n", "invalid header token"),
         (b"HTTP/1.1 2000 OK\r\n\r\n", "invalid response status"),
         (b"HTTP/1.1 200 OK\r\nno colon\r\n\r\n", "invalid header"),
         (b"HTTP/1.1 200 OK\r\nContent-Length: \xc2\xb2\r\n\r\n", "content-length"),
@@ -178,6 +178,12 @@ def test_h1_malformed_head_is_a_wire_error(wire: bytes, reason: str) -> None:
     with pytest.raises(WireError, match="the response head is malformed") as info:
         _parse(wire)
     assert reason in info.value.reason.lower()
+
+
+@pytest.mark.parametrize("wire", [b"ICY 200 OK\r\n\r\n", b"HTTP/2.0 200 OK\r\n\r\n"])
+def test_h1_an_answer_that_is_not_http_1_is_refused(wire: bytes) -> None:
+    with pytest.raises(WireError, match="the response is not HTTP/1.1"):
+        _parse(wire)
 
 
 def test_h1_content_length_with_transfer_encoding_is_refused() -> None:

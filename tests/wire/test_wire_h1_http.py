@@ -14,8 +14,7 @@ import trustme
 from wire_helpers import SSE_HEAD, Conn, RawServer, chunk, read_request
 
 from modelwire import LlmError
-from modelwire.wire import pool as pool_module
-from modelwire.wire.http import close_sessions, get_session, stream_post
+from modelwire.wire.http import close_sessions, stream_post
 from modelwire.wire.watchdog import IdleWatchdog
 
 MakeServer = Callable[[Conn], Awaitable[RawServer]]
@@ -105,7 +104,10 @@ async def test_h1_idle_connection_closed_by_the_server_is_replaced(raw_server: M
 @pytest.mark.parametrize(
     ("wire", "reason"),
     [
-        (SSE_HEAD + chunk(b"data: 1\n\n") + b"zz\r\n", "the chunked response body is malformed"),
+        (
+            SSE_HEAD + chunk(b"data: 1\n\n") + b"zz\r\n",
+            "the chunked response body is malformed (invalid character in chunk size)",
+        ),
         (SSE_HEAD + chunk(b"data: 1\n\n") + b"40\r\nshort", "the response body was cut off"),
         (b"HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\nshort", "the response body was cut off"),
     ],
@@ -204,17 +206,12 @@ def ca() -> trustme.CA:
 
 
 @pytest.fixture
-def trust(ca: trustme.CA) -> Iterator[None]:
-    """The client trusts `ca` (its process-wide TLS context swapped for the test)."""
-    context = ssl.create_default_context()
-    ca.configure_trust(context)
-    context.set_alpn_protocols(["http/1.1"])
-    saved = pool_module._tls
-    pool_module._tls = context
-    try:
+def trust(ca: trustme.CA, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The client trusts `ca` through SSL_CERT_FILE, set after the process made other TLS
+    contexts (it is read per context, not once per process)."""
+    with ca.cert_pem.tempfile() as path:
+        monkeypatch.setenv("SSL_CERT_FILE", path)
         yield
-    finally:
-        pool_module._tls = saved
 
 
 async def _tls_server(ca: trustme.CA, reply: bytes) -> tuple[asyncio.Server, str]:
@@ -249,7 +246,10 @@ async def test_h1_tls_certificate_not_trusted_is_a_tls_failure(ca: trustme.CA) -
     try:
         with pytest.raises(LlmError) as info:
             await _drain(url)
-        assert info.value.message == f"Acme API request to {url} failed: TLS handshake failed"
+        assert info.value.message == (
+            f"Acme API request to {url} failed: TLS handshake failed: certificate verify "
+            "failed: unable to get local issuer certificate"
+        )
     finally:
         server.close()
         await close_sessions()
@@ -287,7 +287,6 @@ def test_h1_a_finished_event_loop_is_not_kept_alive_by_its_pools() -> None:
         srv = await asyncio.start_server(handler, "127.0.0.1", 0)
         url = f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}"
         loops.append(weakref.ref(asyncio.get_running_loop()))
-        get_session()  # the aiohttp session table too
         assert await _drain(url) == b"ok"
         srv.close()
 

@@ -131,7 +131,10 @@ class ResponseParser:
         headers: CIMultiDict[str] = CIMultiDict(
             (n.decode("latin-1"), v.decode("latin-1")) for n, v in fields
         )
-        version = 1 if parser.get_http_version() == "1.1" else 0
+        http = parser.get_http_version()
+        if http not in ("1.1", "1.0"):
+            raise WireError("the response is not HTTP/1.1")
+        version = 1 if http == "1.1" else 0
         self.head = Head(status, version, CIMultiDictProxy(headers), parser.should_keep_alive())
         if self._head_only or status in _NO_BODY or status == 101:
             self.done = True
@@ -197,6 +200,8 @@ def _chunked(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> bool:
 
 def _malformed(after_head: bool, chunked: bool, text: str) -> WireError:
     detail = text.strip().rstrip(".") or "malformed"
+    if not after_head and detail.startswith("Expected HTTP/"):
+        return WireError("the response is not HTTP/1.1")
     if not after_head:
         return WireError(f"the response head is malformed ({detail[:1].lower()}{detail[1:]})")
     what = "chunked response body" if chunked else "response body"

@@ -171,19 +171,16 @@ async def stream_post_pieces(
                 secrets=kept,
             )
             raise error if refine is None else refine(error, text, response.headers, kept)
-        if status in (204, 205):
+        length = response.headers.get("Content-Length")
+        if status in (204, 205) or (length is not None and length.strip() == "0"):
             raise LlmError(f"{provider} API returned no response body", ErrorCode.EMPTY_RESPONSE)
         reads = response.pieces()
-        empty = True
         try:
             async for out in reads:
-                empty = False
                 yield out
                 del out
         except _TRANSPORT_ERRORS as exc:
             raise transport_failure(f"{provider} API stream from {endpoint} failed", exc) from exc
-        if empty:
-            raise LlmError(f"{provider} API returned no response body", ErrorCode.EMPTY_RESPONSE)
     finally:
         if reads is not None:
             await reads.aclose()

@@ -44,7 +44,7 @@ from ...wire.settings import (
     DEFAULT_MAX_CONNECTIONS,
     SETTING_FIELDS,
 )
-from ...wire.transport import H1Transport, Transport, default_transport
+from ...wire.transport import Transport, default_transport
 from ...wire.watchdog import IdleWatchdog, idle_text
 from .models import (
     DEFAULT_CONTEXT_WINDOW,
@@ -160,10 +160,9 @@ class DeepSeekAdapter(LlmAdapter):
             env=env,
         )
         self._entry = self._config
-        # every request goes through it (proxy variables read from `env` when one is given)
-        self._transport = transport or (
-            H1Transport(env) if env is not None else default_transport()
-        )
+        # every request goes through it; proxy variables come from the process environment (as
+        # curl and httpx read them), `env` is only where keys are read
+        self._transport = transport or default_transport()
         self.rate_limiter = RateLimiter(clock=rate_limit_clock, sleep=rate_limit_sleep)
 
     @classmethod

@@ -25,7 +25,7 @@ from ...vocab import (
 from ...wire.pump import StreamSource, pump_sse
 from ...wire.ratelimit import RateLimiter
 from ...wire.status import reclassify
-from ...wire.transport import H1Transport, Transport, default_transport
+from ...wire.transport import Transport, default_transport
 from .catalog import load_catalog
 from .config import ResolvedProfile, load_config_file, resolve_profiles
 from .credentials import missing_credential
@@ -63,10 +63,9 @@ class ProvidersAdapter(LlmAdapter):
         transport: Transport | None = None,
     ) -> None:
         self.rate_limiter = RateLimiter() if rate_limiter is None else rate_limiter
-        # every request of every route goes through it (proxy variables read from `env` if given)
-        self._transport = transport or (
-            H1Transport(env) if env is not None else default_transport()
-        )
+        # every request goes through it; proxy variables come from the process environment (as
+        # curl and httpx read them), `env` is only where keys are read
+        self._transport = transport or default_transport()
         self._snapshot = Snapshot(profiles)
         self._env = env
         self._read_image = read_image
