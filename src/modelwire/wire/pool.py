@@ -37,7 +37,7 @@ from typing import Final
 from .dns import AddrInfo, Resolver
 from .h1 import Connection, WireError
 from .h1body import ResponseParser
-from .proxy import Proxy, ProxyError
+from .proxy import Proxy, ProxyError, proxy_refused_credentials
 from .settings import TransportSettings
 from .tls import tls_reason
 
@@ -64,10 +64,10 @@ class ConnectTimeout(WireError):
 
 class Target:
     """Where a connection goes. `key` tells pooled connections apart; `tunnel` is True when
-    the connection is a CONNECT tunnel through `proxy`, False when it is to the proxy itself
-    (an http upstream) or direct."""
+    the connection is a CONNECT tunnel through `proxy` (an https upstream, or any WebSocket),
+    False when it is to the proxy itself (an http upstream) or direct."""
 
-    __slots__ = ("context", "host", "key", "port", "proxy", "settings", "tls")
+    __slots__ = ("context", "host", "key", "port", "proxy", "settings", "tls", "tunnel")
 
     def __init__(
         self,
@@ -77,6 +77,8 @@ class Target:
         proxy: Proxy | None,
         context: ssl.SSLContext | None,
         settings: TransportSettings,
+        *,
+        tunnel: bool = False,
     ) -> None:
         self.tls = tls
         self.host = host
@@ -84,14 +86,11 @@ class Target:
         self.proxy = proxy
         self.context = context
         self.settings = settings
-        if proxy is not None and not tls:  # forwarded through the proxy: one pool per proxy
+        self.tunnel = proxy is not None and (tls or tunnel)
+        if proxy is not None and not self.tunnel:  # forwarded by the proxy: one pool per proxy
             self.key: tuple[object, ...] = ("forward", proxy.key)
         else:
             self.key = (tls, host, port, None if proxy is None else proxy.key, id(context))
-
-    @property
-    def tunnel(self) -> bool:
-        return self.proxy is not None and self.tls
 
 
 class _Host:
@@ -408,8 +407,7 @@ class Pool:
         except (OSError, ssl.SSLError) as exc:
             sock.close()
             raise WireError(_connect_reason(exc)) from exc
-        if target.tunnel:
-            assert proxy is not None
+        if proxy is not None and target.tunnel:
             try:
                 await _tunnel(loop, conn, target, proxy)
             except BaseException:
@@ -441,13 +439,11 @@ async def _tunnel(
             await conn.wait()
     status = parser.head.status
     if status == 407:
-        raise ProxyError(
-            f"the proxy {proxy.shown} asked for credentials (407 Proxy Authentication Required)"
-            if proxy.authorization is None
-            else f"the proxy {proxy.shown} refused its credentials (407)"
-        )
+        raise proxy_refused_credentials(proxy)
     if not 200 <= status < 300:
         raise ProxyError(f"the proxy {proxy.shown} refused the tunnel to {authority} ({status})")
+    if not target.tls:
+        return  # a ws:// socket through the tunnel: plain bytes
     transport = conn.transport
     assert transport is not None
     try:

@@ -25,7 +25,14 @@ from urllib.parse import unquote, urlsplit
 from .h1 import WireError
 from .settings import proxy_problem, redacted_proxy
 
-__all__ = ["Proxy", "ProxyError", "no_proxy_matches", "proxy_for", "proxy_secrets"]
+__all__ = [
+    "Proxy",
+    "ProxyError",
+    "no_proxy_matches",
+    "proxy_for",
+    "proxy_refused_credentials",
+    "proxy_secrets",
+]
 
 _DEFAULT_PORT: Final = 80
 _VARIABLES: Final = ("https_proxy", "http_proxy", "all_proxy")
@@ -51,6 +58,15 @@ class Proxy:
     def key(self) -> tuple[str, int, str | None]:
         """What tells two proxies apart for connection reuse."""
         return (self.host, self.port, self.authorization)
+
+
+def proxy_refused_credentials(proxy: Proxy) -> ProxyError:
+    """The failure of a proxy's 407 (it asked for credentials, or refused the ones sent)."""
+    if proxy.authorization is None:
+        return ProxyError(
+            f"the proxy {proxy.shown} asked for credentials (407 Proxy Authentication Required)"
+        )
+    return ProxyError(f"the proxy {proxy.shown} refused its credentials (407)")
 
 
 def parse_proxy(url: str, origin: str) -> Proxy:

@@ -44,7 +44,7 @@ from multidict import CIMultiDictProxy
 from .h1 import Connection, WireError, request_bytes
 from .h1body import ResponseParser
 from .pool import ConnectTimeout, Pool, Target, close_pool, get_pool, new_pool
-from .proxy import ProxyError, proxy_for
+from .proxy import ProxyError, proxy_for, proxy_refused_credentials
 from .settings import DEFAULT_SETTINGS, TransportSettings
 from .tls import client_context
 from .wsclient import DEFAULT_MAX_MESSAGE, open_websocket
@@ -332,18 +332,22 @@ class H1Transport:
     def __init__(self, env: Mapping[str, str] | None = None) -> None:
         self.env = env  # where proxy variables are read (None: the process environment)
 
-    def _target(self, request: Request) -> tuple[Target, str, str, dict[str, str]]:
-        """The connection target, request target, Host header and the headers to send."""
+    def _target(
+        self, request: Request, tunnel: bool = False
+    ) -> tuple[Target, str, str, dict[str, str]]:
+        """The connection target, request target, Host header and the headers to send
+        (`tunnel`: through a proxy, always by CONNECT)."""
         tls, host, port, path, host_header = split_url(request.url, request.encoded_url)
         settings = request.settings
         proxy = proxy_for(tls, host, port, settings.proxy, self.env)
         context = client_context(settings) if tls else None
         headers = request.headers
-        if proxy is not None and not tls:  # absolute-form through the proxy
+        target = Target(tls, host, port, proxy, context, settings, tunnel=tunnel)
+        if proxy is not None and not target.tunnel:  # absolute-form through the proxy
             path = f"http://{host_header}{path}"
             if proxy.authorization is not None:
                 headers = {**headers, "Proxy-Authorization": proxy.authorization}
-        return Target(tls, host, port, proxy, context, settings), path, host_header, headers
+        return target, path, host_header, headers
 
     async def send(self, request: Request) -> H1Response:
         target, path, host_header, headers = self._target(request)
@@ -373,13 +377,17 @@ class H1Transport:
             except BaseException:
                 pool.drop(conn)
                 raise
+            proxy, head = target.proxy, parser.head
+            if proxy is not None and not target.tunnel and head is not None and head.status == 407:
+                pool.drop(conn)  # the proxy's own answer, not the upstream's
+                raise proxy_refused_credentials(proxy)
             return H1Response(pool, conn, parser, first, request.guard)
         raise WireError("the server closed the connection")  # pragma: no cover
 
     async def websocket(
         self, request: Request, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE
     ) -> WebSocket:
-        target, path, host_header, headers = self._target(request)
+        target, path, host_header, headers = self._target(request, tunnel=True)
         return await open_websocket(
             loop_pool(), target, path, host_header, headers, max_message_bytes=max_message_bytes
         )
