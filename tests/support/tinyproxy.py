@@ -29,7 +29,9 @@ class TinyProxy:
     def __init__(self, auth: tuple[str, str] | None = None) -> None:
         binary = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
         if not os.path.exists(binary):
-            raise RuntimeError("tinyproxy is not installed (apt-get install tinyproxy; see .ci/run)")
+            raise RuntimeError(
+                "tinyproxy is not installed (apt-get install tinyproxy; see .ci/run)"
+            )
         self.binary = binary
         self.auth = auth
         self.port = free_port()

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-import aiohttp
 import pytest
 from wire_helpers import SSE_HEAD, Conn, RawServer, chunk, read_request
 
 from modelwire import LlmError
-from modelwire.wire.http import MAX_ERROR_BODY_BYTES, close_sessions, stream_post
+from modelwire.wire.http import MAX_ERROR_BODY_BYTES, stream_post
 from modelwire.wire.watchdog import IdleWatchdog
 
 MakeServer = Callable[[Conn], Awaitable[RawServer]]

@@ -438,8 +438,8 @@ async def _tunnel(
         else:
             await conn.wait()
     status = parser.head.status
-    if status == 407:
-        raise proxy_refused_credentials(proxy)
+    if status in (401, 407):
+        raise proxy_refused_credentials(proxy, status)
     if not 200 <= status < 300:
         raise ProxyError(f"the proxy {proxy.shown} refused the tunnel to {authority} ({status})")
     if not target.tls:

@@ -60,13 +60,15 @@ class Proxy:
         return (self.host, self.port, self.authorization)
 
 
-def proxy_refused_credentials(proxy: Proxy) -> ProxyError:
-    """The failure of a proxy's 407 (it asked for credentials, or refused the ones sent)."""
+def proxy_refused_credentials(proxy: Proxy, status: int = 407) -> ProxyError:
+    """The failure of a proxy's 407 (or a 401 to a CONNECT, as tinyproxy answers wrong
+    credentials): it asked for credentials, or refused the ones sent."""
     if proxy.authorization is None:
         return ProxyError(
-            f"the proxy {proxy.shown} asked for credentials (407 Proxy Authentication Required)"
+            f"the proxy {proxy.shown} asked for credentials ({status} Proxy Authentication "
+            "Required)"
         )
-    return ProxyError(f"the proxy {proxy.shown} refused its credentials (407)")
+    return ProxyError(f"the proxy {proxy.shown} refused its credentials ({status})")
 
 
 def parse_proxy(url: str, origin: str) -> Proxy:
