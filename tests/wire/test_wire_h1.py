@@ -182,7 +182,7 @@ def test_h1_malformed_head_is_a_wire_error(wire: bytes, reason: str) -> None:
 
 @pytest.mark.parametrize("wire", [b"ICY 200 OK\r\n\r\n", b"HTTP/2.0 200 OK\r\n\r\n"])
 def test_h1_an_answer_that_is_not_http_1_is_refused(wire: bytes) -> None:
-    with pytest.raises(WireError, match="the response is not HTTP/1.1"):
+    with pytest.raises(WireError, match=r"the response is not HTTP/1\.1"):
         _parse(wire)
 
 
