@@ -51,7 +51,7 @@ __all__ = [
     "new_pool",
 ]
 
-MAX_IDLE: Final = 512
+MAX_IDLE: Final = 256
 """Idle connections kept by one pool in all (the oldest are closed first)."""
 _HAPPY_EYEBALLS_S: Final = 0.25
 _NO_FDS: Final = (errno.EMFILE, errno.ENFILE)
@@ -359,9 +359,11 @@ class Pool:
     # connecting --------------------------------------------------------------------------
 
     async def _connect(self, target: Target, host: _Host) -> Connection:
-        """A new connection, retried after freeing descriptors when the process ran out."""
+        """A new connection. Out of file descriptors, it closes the idle connections and tries
+        again, or waits for another connection of this key to come back (as often as one
+        does); with neither to free, it fails as "too many open files"."""
         ms = target.settings.connect_timeout_ms
-        for attempt in range(3):
+        while True:
             try:
                 async with asyncio.timeout(ms / 1000):
                     return await self._open(target)
@@ -373,15 +375,15 @@ class Pool:
             except OSError as exc:
                 if exc.errno not in _NO_FDS:
                     raise
-                if attempt == 2:
+                if self.close_idle():
+                    continue
+                if host.count <= 1:
                     raise WireError("too many open files") from exc
-                if not self.close_idle() and host.count > 1:
-                    host.count -= 1
-                    try:
-                        await self._wait(host)  # a connection of this key will come back
-                    finally:
-                        host.count += 1
-        raise AssertionError("unreachable")  # pragma: no cover
+                host.count -= 1
+                try:
+                    await self._wait(host)  # a connection of this key will come back
+                finally:
+                    host.count += 1
 
     async def _open(self, target: Target) -> Connection:
         loop = asyncio.get_running_loop()
