@@ -1,1 +1,17 @@
-"""What every HTTP adapter shares: sessions, SSE framing, attribution, credentials, status mapping."""
+"""What every HTTP adapter shares: the transport (one `Transport` seam for every outgoing request,
+and the route's `TransportSettings`), sessions, SSE framing, attribution, credentials, status
+mapping."""
+
+from .settings import TransportSettings
+from .transport import H1Transport, Reply, Request, Response, Transport, WebSocket, fetch
+
+__all__ = [
+    "H1Transport",
+    "Reply",
+    "Request",
+    "Response",
+    "Transport",
+    "TransportSettings",
+    "WebSocket",
+    "fetch",
+]
