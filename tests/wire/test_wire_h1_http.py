@@ -294,3 +294,67 @@ def test_h1_a_finished_event_loop_is_not_kept_alive_by_its_pools() -> None:
         asyncio.run(one())
     gc.collect()
     assert [ref() for ref in loops] == [None, None, None]
+
+
+_HOSTILE = {
+    "chunk-2^80-after-a-good-chunk": (
+        SSE_HEAD + chunk(b"data: 1\n\n") + b"%x\r\n" % 2**80,
+        "stream from",
+        "the chunked response body is malformed (chunk size overflow)",
+    ),
+    "100-continue-flood": (
+        b"HTTP/1.1 100 Continue\r\n\r\n" * 5000,
+        "request to",
+        "the response head is too large",
+    ),
+    "10000-obs-fold-lines": (
+        b"HTTP/1.1 200 OK\r\nX-A: a\r\n" + b" folded\r\n" * 10_000 + b"\r\n",
+        "request to",
+        "the response head is malformed (unexpected whitespace after header value)",
+    ),
+    "bare-lf-in-a-request-id": (
+        b"HTTP/1.1 429 Too Many\r\nx-request-id: req-1\nInjected: yes\r\ncontent-length: 0\r\n\r\n",
+        "request to",
+        "the response head is malformed (missing expected CR after header value)",
+    ),
+    "head-over-64-kib-in-one-read": (
+        b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"p" * 70_000 + b"\r\ncontent-length: 2\r\n\r\nok",
+        "request to",
+        "the response head is too large",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_HOSTILE), ids=list(_HOSTILE))
+async def test_h1_hostile_framings_end_in_one_classified_failure(
+    raw_server: MakeServer, case: str
+) -> None:
+    """Issue 29's HTTP-client cases: each is one TRANSPORT failure (never a clean end, never a
+    request id from a broken head), found without re-parsing (one read of each)."""
+    wire, stage, reason = _HOSTILE[case]
+    srv = await raw_server(_serve(wire, keep=False))
+    got: list[bytes] = []
+    with pytest.raises(LlmError) as info:
+        async for data in _post(srv.url):
+            got.append(data)
+    assert (info.value.code, info.value.message) == (
+        "TRANSPORT",
+        f"Acme API {stage} {srv.url} failed: {reason}",
+    )
+    assert info.value.failure.request_id is None
+    assert got == ([b"data: 1\n\n"] if stage == "stream from" else [])
+
+
+async def test_h1_content_length_with_transfer_encoding_fails_and_never_reuses_the_connection(
+    raw_server: MakeServer,
+) -> None:
+    both = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n"
+    srv = await raw_server(_serve(both + chunk(b"hello") + b"0\r\n\r\n"))
+    for _ in range(2):
+        with pytest.raises(LlmError) as info:
+            await _drain(srv.url)
+        assert info.value.code == "TRANSPORT"
+        assert info.value.message.endswith(
+            "the response head is malformed (Transfer-Encoding can't be present with Content-Length)"
+        )
+    assert srv.connections == 2  # the first connection was closed, not reused

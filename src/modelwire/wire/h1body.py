@@ -202,7 +202,10 @@ def _malformed(after_head: bool, chunked: bool, text: str) -> WireError:
     detail = text.strip().rstrip(".") or "malformed"
     if not after_head and detail.startswith("Expected HTTP/"):
         return WireError("the response is not HTTP/1.1")
+    first = detail.split(" ", 1)[0]
+    if "-" not in first:  # llhttp's sentence, not a header name: "Invalid character ..."
+        detail = detail[:1].lower() + detail[1:]
     if not after_head:
-        return WireError(f"the response head is malformed ({detail[:1].lower()}{detail[1:]})")
+        return WireError(f"the response head is malformed ({detail})")
     what = "chunked response body" if chunked else "response body"
-    return WireError(f"the {what} is malformed ({detail[:1].lower()}{detail[1:]})")
+    return WireError(f"the {what} is malformed ({detail})")
