@@ -5,6 +5,7 @@ shows in a repr; and which proxy a request takes, as curl and httpx decide it.""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import trustme
@@ -173,3 +174,21 @@ def test_proxy_from_the_environment_as_curl_and_httpx_read_it() -> None:
     with pytest.raises(ProxyError, match=r"socks5://u:\*\*\*@p:1 \(HTTPS_PROXY\)") as info:
         proxy_for(True, "api.test", 443, None, {"HTTPS_PROXY": "socks5://u:pw@p:1"})
     assert "pw@" not in info.value.reason
+
+
+def test_the_readme_network_profile_loads() -> None:
+    import re
+    import tomllib
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"```toml\n(\[providers\.corp\].*?)```", readme, re.DOTALL)
+    assert match is not None, "the README shows no network profile"
+    raw = tomllib.loads(match.group(1))["providers"]["corp"]
+    raw.pop("ca_file")  # the README's path does not exist here
+    settings = resolve_profiles({"providers": {"corp": raw}})["corp"].transport_settings
+    assert settings.proxy == "http://proxy.corp.example:3128"
+    assert (settings.max_connections, settings.keepalive_s, settings.connect_timeout_ms) == (
+        100,
+        15,
+        30_000,
+    )
