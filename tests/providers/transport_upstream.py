@@ -14,6 +14,7 @@ from typing import Any
 
 import trustme
 from aiohttp import WSMsgType, web
+from providers_fixtures import sse_frames
 
 from modelwire.adapters.deepseek import DeepSeekAdapter
 from modelwire.adapters.providers import ProvidersAdapter
@@ -43,12 +44,7 @@ RESPONSES_CASE = RESPONSES_CASE / "openai-responses" / "fantasy-resp-azure-gpt5m
 def _frames() -> list[str]:
     if not RESPONSES_CASE.exists():
         raise RuntimeError(f"recorded fixture absent: {RESPONSES_CASE} (CI must fail, not skip)")
-    out = []
-    for event in RESPONSES_CASE.read_text().replace("\r\n", "\n").split("\n\n"):
-        data = [line[5:].strip() for line in event.split("\n") if line.startswith("data:")]
-        if data:
-            out.append("\n".join(data))
-    return out
+    return sse_frames(RESPONSES_CASE.read_bytes())
 
 
 class Upstream:
