@@ -1,6 +1,6 @@
-"""HTTP/1.1 on one connection: the request's bytes, the response head, and the body decoders.
+"""HTTP/1.1 on one connection: its receiving side and the request's bytes.
 
-The streaming path's own transport (`wire.pool` pools these connections; `wire.http` drives one
+The connections of the library's transport (`wire.pool` pools them; `wire.transport` drives one
 request over them). Written here rather than taken from aiohttp because the per-chunk cost of a
 general client is the largest share of a streamed chunk: aiohttp spends ~1.7 µs of CPU per HTTP
 chunk in Python callbacks (`feed_data`, `end_http_chunk_receiving`, `readany`, `resume_reading`)
