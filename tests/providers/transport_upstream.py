@@ -26,6 +26,7 @@ from modelwire.vocab import (
     TextDelta,
     user_message,
 )
+from modelwire.wire import Transport
 
 _CHAT = [
     {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"content": "hel"}}]},
@@ -115,7 +116,9 @@ def deepseek(url: str, **settings: Any) -> DeepSeekAdapter:
     return DeepSeekAdapter(api_key="sk-upstream-secret", base_url=url, **settings)
 
 
-def providers(url: str, *, websocket: bool = False, **settings: Any) -> ProvidersAdapter:
+def providers(
+    url: str, *, websocket: bool = False, transport: Transport | None = None, **settings: Any
+) -> ProvidersAdapter:
     route: dict[str, Any] = {
         "api": "openai-responses" if websocket else "openai-completions",
         "base_url": url,
@@ -126,7 +129,7 @@ def providers(url: str, *, websocket: bool = False, **settings: Any) -> Provider
     if websocket:
         route["transport"] = "websocket"
     return ProvidersAdapter.from_config(
-        {"providers": {"p": route}}, env={"UPSTREAM_KEY": "sk-upstream-secret"}
+        {"providers": {"p": route}}, env={"UPSTREAM_KEY": "sk-upstream-secret"}, transport=transport
     )
 
 

@@ -336,10 +336,14 @@ class Pool:
     def _schedule_sweep(self, delay: float) -> None:
         if self._sweeping or self._closed:
             return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # released outside the loop (a finalizer): the next use sweeps
+            return
         self._sweeping = True
         # the loop owns the handle (the pool keeps no reference to the loop); +0.1 s so that the
         # sweep finds the connection expired rather than a hair short of it
-        asyncio.get_running_loop().call_later(delay + 0.1, self.sweep)
+        loop.call_later(delay + 0.1, self.sweep)
 
     def close(self) -> None:
         """Close every connection, idle or lent; a connection released later is closed too."""
