@@ -358,3 +358,17 @@ async def test_h1_content_length_with_transfer_encoding_fails_and_never_reuses_t
             "the response head is malformed (Transfer-Encoding can't be present with Content-Length)"
         )
     assert srv.connections == 2  # the first connection was closed, not reused
+
+
+async def test_h1_a_redirect_is_not_followed_and_its_failure_names_the_location(
+    raw_server: MakeServer,
+) -> None:
+    moved = b"HTTP/1.1 307 Temporary Redirect\r\nLocation: https://elsewhere.test/v1/chat\r\n"
+    srv = await raw_server(_serve(moved + b"content-length: 0\r\n\r\n"))
+    with pytest.raises(LlmError) as info:
+        await _drain(srv.url)
+    assert info.value.status == 307
+    assert info.value.message == (
+        "Acme API error (HTTP 307) redirecting to https://elsewhere.test/v1/chat"
+    )
+    assert srv.connections == 1
