@@ -26,11 +26,12 @@ from typing import Final, ParamSpec
 from ..errors import ErrorCode, LlmError
 from .credentials import credential_values
 from .h1 import WireError
+from .h1transport import default_transport
 from .pool import ConnectTimeout, close_pool, get_pool
 from .proxy import ProxyError, proxy_secrets
 from .settings import DEFAULT_SETTINGS, TransportSettings
 from .status import failure_for_status
-from .transport import Request, Response, Transport, default_transport
+from .transport import Request, Response, Transport
 from .watchdog import IdleWatchdog
 
 __all__ = [

@@ -19,12 +19,13 @@ import msgspec
 
 from ..errors import ErrorCode, LlmError
 from .credentials import credential_values
+from .h1transport import default_transport
 from .http import transport_failure
 from .proxy import proxy_secrets
 from .settings import DEFAULT_SETTINGS, TransportSettings
 from .sse import MAX_EVENT_BYTES, SseEvent
 from .status import failure_for_status
-from .transport import Request, Transport, default_transport
+from .transport import Request, Transport
 from .watchdog import IdleWatchdog
 from .wsclient import MessageTooLarge, UpgradeRefused
 

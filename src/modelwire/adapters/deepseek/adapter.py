@@ -34,6 +34,7 @@ from ...vocab import (
 )
 from ...wire.attribution import attribution_headers
 from ...wire.credentials import assert_usable_api_key, resolve_api_key
+from ...wire.h1transport import default_transport
 from ...wire.http import stream_post_pieces
 from ...wire.pump import StreamSource, pump_sse
 from ...wire.ratelimit import RateLimiter
@@ -44,7 +45,7 @@ from ...wire.settings import (
     DEFAULT_MAX_CONNECTIONS,
     SETTING_FIELDS,
 )
-from ...wire.transport import Transport, default_transport
+from ...wire.transport import Transport
 from ...wire.watchdog import IdleWatchdog, idle_text
 from .models import (
     DEFAULT_CONTEXT_WINDOW,

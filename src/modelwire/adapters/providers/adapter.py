@@ -22,10 +22,11 @@ from ...vocab import (
     ResolvedModelInfo,
     StreamChunk,
 )
+from ...wire.h1transport import default_transport
 from ...wire.pump import StreamSource, pump_sse
 from ...wire.ratelimit import RateLimiter
 from ...wire.status import reclassify
-from ...wire.transport import Transport, default_transport
+from ...wire.transport import Transport
 from .catalog import load_catalog
 from .config import ResolvedProfile, load_config_file, resolve_profiles
 from .credentials import missing_credential

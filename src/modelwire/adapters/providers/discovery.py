@@ -16,10 +16,11 @@ from ...errors import ErrorCode, LlmError
 from ...vocab import DiscoveredModel, ModelDiscoveryRequest
 from ...wire.attribution import attribution_headers
 from ...wire.credentials import assert_usable_api_key
+from ...wire.h1transport import default_transport
 from ...wire.http import transport_reason
 from ...wire.proxy import ProxyError
 from ...wire.settings import DEFAULT_SETTINGS
-from ...wire.transport import Request, TooLarge, Transport, default_transport
+from ...wire.transport import Request, TooLarge, Transport
 from .catalog import load_catalog
 from .config import ResolvedProfile
 from .credentials import PKG, resolve_route_key
