@@ -63,6 +63,7 @@ class Target:
 
 
 def connect_reason(exc: OSError) -> str:
+    """The words for a failed connect (no exception type names)."""
     if isinstance(exc, socket.gaierror):
         return "could not resolve the host"
     if isinstance(exc, ssl.SSLError | ssl.CertificateError):
