@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 import weakref
 from collections import deque
@@ -241,8 +242,10 @@ class Pool:
             return
         self._sweeping = True
         # the loop owns the handle (the pool keeps no reference to the loop); +0.1 s so that the
-        # sweep finds the connection expired rather than a hair short of it
-        loop.call_later(delay + 0.1, self.sweep)
+        # sweep finds the connection expired rather than a hair short of it. An empty context:
+        # the caller's (a turn's context variables, and what they reach, a session log among
+        # them) must not live on in the timer for `keepalive_s`
+        loop.call_later(delay + 0.1, self.sweep, context=contextvars.Context())
 
     def close(self) -> None:
         """Close every connection, idle or lent; a connection released later is closed too."""
