@@ -154,12 +154,16 @@ class H1Response:
     async def read(self, max_bytes: int) -> bytes:
         parts: list[bytes] = []
         size = 0
-        async for pieces in self.pieces():
-            for piece in pieces:
-                size += len(piece)
-                if size > max_bytes:
-                    raise TooLarge(f"the response body is larger than {max_bytes} bytes")
-                parts.append(piece)
+        reads = self.pieces()
+        try:
+            async for pieces in reads:
+                for piece in pieces:
+                    size += len(piece)
+                    if size > max_bytes:
+                        raise TooLarge(f"the response body is larger than {max_bytes} bytes")
+                    parts.append(piece)
+        finally:
+            await reads.aclose()
         return b"".join(parts)
 
     async def aclose(self) -> None:
