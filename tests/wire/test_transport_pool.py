@@ -252,6 +252,8 @@ _FD_CLIENT = textwrap.dedent(
         wide_after = fds() - base
         open("/proc/self/status").close()
         await close_sessions()
+        for _ in range(3):
+            await asyncio.sleep(0)  # the closed sockets' descriptors are freed by the loop
         held = []  # a process with no descriptor left at all
         try:
             while True:

@@ -29,7 +29,7 @@ import contextvars
 import time
 import weakref
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Final
 
 from .connect import NO_FDS, ConnectTimeout, Target, open_connection
@@ -271,8 +271,14 @@ class Pool:
         ms = target.settings.connect_timeout_ms
         while True:
             try:
-                async with asyncio.timeout(ms / 1000):
-                    return await open_connection(self.dns, target)
+                # in a task of its own with an empty context: a cancelled timer stays in the
+                # loop's heap until its time (30 s) with the context it was made in, and the
+                # caller's (a turn's variables, and a session log through them) must not
+                # live on there; cancelling the caller cancels this task too
+                return await asyncio.get_running_loop().create_task(
+                    _bounded(open_connection(self.dns, target), ms / 1000),
+                    context=contextvars.Context(),
+                )
             except TimeoutError:
                 where = "the proxy " + target.proxy.shown if target.proxy is not None else ""
                 raise ConnectTimeout(
@@ -290,6 +296,11 @@ class Pool:
                     await self._wait(host)  # a connection of this key will come back
                 finally:
                     host.count += 1
+
+
+async def _bounded(connect: Awaitable[Connection], seconds: float) -> Connection:
+    async with asyncio.timeout(seconds):
+        return await connect
 
 
 def get_pool(loop: asyncio.AbstractEventLoop) -> Pool | None:
