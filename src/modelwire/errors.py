@@ -22,7 +22,7 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      ├── credentials     MISSING_CREDENTIAL INVALID_CREDENTIAL AUTH
      ├── provider        RATE_LIMIT QUOTA SERVER CONTEXT_WINDOW_EXCEEDED MODEL_NOT_FOUND HTTP_<status>
      │                   PI_AI_ERROR (unclassified in-stream provider error, multi-provider adapter)
-     ├── transport       TRANSPORT TIMEOUT ABORTED
+     ├── transport       TRANSPORT PROXY TIMEOUT ABORTED
      ├── stream          STREAM_CLOSED MALFORMED_RESPONSE EMPTY_RESPONSE INVALID_REPLAY_STATE
      │                   INVALID_CHUNK CONTENT_FILTER INSUFFICIENT_SYSTEM_RESOURCE
      ├── discovery       DISCOVERY_FAILED DISCOVERY_UNSUPPORTED
@@ -215,8 +215,9 @@ class LlmTimeoutError(LlmError, codes=("TIMEOUT",)):
     """The provider did not answer in time (`TIMEOUT`); not a builtin `TimeoutError`."""
 
 
-class TransportError(LlmError, codes=("TRANSPORT", "STREAM_CLOSED")):
-    """The connection failed or the stream was cut (`TRANSPORT`, `STREAM_CLOSED`)."""
+class TransportError(LlmError, codes=("TRANSPORT", "STREAM_CLOSED", "PROXY")):
+    """The connection failed or the stream was cut (`TRANSPORT`, `STREAM_CLOSED`), or the
+    proxy refused, failed or asked for credentials (`PROXY`)."""
 
 
 class ServerError(LlmError, codes=("SERVER", "INSUFFICIENT_SYSTEM_RESOURCE")):

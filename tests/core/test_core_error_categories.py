@@ -15,7 +15,7 @@ CATEGORIES = {
     "QuotaError": {"QUOTA"},
     "ContextWindowError": {"CONTEXT_WINDOW_EXCEEDED"},
     "LlmTimeoutError": {"TIMEOUT"},
-    "TransportError": {"TRANSPORT", "STREAM_CLOSED"},
+    "TransportError": {"TRANSPORT", "STREAM_CLOSED", "PROXY"},
     "ServerError": {"SERVER", "INSUFFICIENT_SYSTEM_RESOURCE"},
     "ContentFilterError": {"CONTENT_FILTER"},
     "ModelNotFoundError": {"MODEL_NOT_FOUND", "UNKNOWN_MODEL"},

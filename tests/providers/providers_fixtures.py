@@ -33,6 +33,16 @@ def fixture_cases(api: str) -> list[Any]:
     ]
 
 
+def sse_frames(body: bytes) -> list[str]:
+    """The `data:` payloads of a recorded SSE body: what a WebSocket server sends instead."""
+    out = []
+    for event in body.decode().replace("\r\n", "\n").split("\n\n"):
+        data = [line[5:].strip() for line in event.split("\n") if line.startswith("data:")]
+        if data:
+            out.append("\n".join(data))
+    return out
+
+
 def load_case(sse: Path) -> tuple[bytes, dict[str, Any]]:
     """The recorded body and its expected result."""
     return sse.read_bytes(), json.loads(sse.with_suffix(".expected.json").read_text())

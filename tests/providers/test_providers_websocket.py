@@ -10,23 +10,20 @@ from typing import Any
 
 import pytest
 from aiohttp import WSMsgType, web
-from providers_fixtures import FIXTURES, check_assembled, fixture_cases, load_case, start_site
+from providers_fixtures import (
+    FIXTURES,
+    check_assembled,
+    fixture_cases,
+    load_case,
+    sse_frames,
+    start_site,
+)
 
 from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.assembler import BlockAssembler
 from modelwire.errors import LlmError
 from modelwire.vocab import Error, GenerateOptions, StreamChunk, user_message
 from modelwire.wire.websocket import create_message, websocket_url
-
-
-def _frames(body: bytes) -> list[str]:
-    """The `data:` payloads of a recorded Responses SSE body: what the socket sends."""
-    out = []
-    for event in body.decode().replace("\r\n", "\n").split("\n\n"):
-        data = [line[5:].strip() for line in event.split("\n") if line.startswith("data:")]
-        if data:
-            out.append("\n".join(data))
-    return out
 
 
 class WsServer:
@@ -98,7 +95,7 @@ async def _collect(
 @pytest.mark.parametrize("sse", fixture_cases("openai-responses")[:12])
 async def test_recorded_responses_stream_over_websocket_assembles_to_expected(sse: Path) -> None:
     body, expected = load_case(sse)
-    async with WsServer(_frames(body)) as server:
+    async with WsServer(sse_frames(body)) as server:
         asm, chunks = await _collect(_adapter(server.url), "gpt-4.1")
     check_assembled("openai-responses", asm, expected, chunks)
     sent = server.received[0]
@@ -109,7 +106,7 @@ async def test_recorded_responses_stream_over_websocket_assembles_to_expected(ss
 
 async def test_socket_closed_mid_response_is_the_truncated_stream_failure() -> None:
     body, _ = load_case(FIXTURES / "openai-responses" / "fantasy-resp-gpt41-web-search.sse")
-    frames = _frames(body)
+    frames = sse_frames(body)
     async with WsServer(frames[: len(frames) // 2]) as server:
         asm, _ = await _collect(_adapter(server.url), "gpt-4.1")
     finish = asm.finish

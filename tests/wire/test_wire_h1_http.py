@@ -14,8 +14,7 @@ import trustme
 from wire_helpers import SSE_HEAD, Conn, RawServer, chunk, read_request
 
 from modelwire import LlmError
-from modelwire.wire import pool as pool_module
-from modelwire.wire.http import close_sessions, get_session, stream_post
+from modelwire.wire.http import close_sessions, stream_post
 from modelwire.wire.watchdog import IdleWatchdog
 
 MakeServer = Callable[[Conn], Awaitable[RawServer]]
@@ -105,7 +104,10 @@ async def test_h1_idle_connection_closed_by_the_server_is_replaced(raw_server: M
 @pytest.mark.parametrize(
     ("wire", "reason"),
     [
-        (SSE_HEAD + chunk(b"data: 1\n\n") + b"zz\r\n", "the chunked response body is malformed"),
+        (
+            SSE_HEAD + chunk(b"data: 1\n\n") + b"zz\r\n",
+            "the chunked response body is malformed (invalid character in chunk size)",
+        ),
         (SSE_HEAD + chunk(b"data: 1\n\n") + b"40\r\nshort", "the response body was cut off"),
         (b"HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\nshort", "the response body was cut off"),
     ],
@@ -204,17 +206,12 @@ def ca() -> trustme.CA:
 
 
 @pytest.fixture
-def trust(ca: trustme.CA) -> Iterator[None]:
-    """The client trusts `ca` (its process-wide TLS context swapped for the test)."""
-    context = ssl.create_default_context()
-    ca.configure_trust(context)
-    context.set_alpn_protocols(["http/1.1"])
-    saved = pool_module._tls
-    pool_module._tls = context
-    try:
+def trust(ca: trustme.CA, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The client trusts `ca` through SSL_CERT_FILE, set after the process made other TLS
+    contexts (it is read per context, not once per process)."""
+    with ca.cert_pem.tempfile() as path:
+        monkeypatch.setenv("SSL_CERT_FILE", path)
         yield
-    finally:
-        pool_module._tls = saved
 
 
 async def _tls_server(ca: trustme.CA, reply: bytes) -> tuple[asyncio.Server, str]:
@@ -249,7 +246,10 @@ async def test_h1_tls_certificate_not_trusted_is_a_tls_failure(ca: trustme.CA) -
     try:
         with pytest.raises(LlmError) as info:
             await _drain(url)
-        assert info.value.message == f"Acme API request to {url} failed: TLS handshake failed"
+        assert info.value.message == (
+            f"Acme API request to {url} failed: TLS handshake failed: certificate verify "
+            "failed: unable to get local issuer certificate"
+        )
     finally:
         server.close()
         await close_sessions()
@@ -287,7 +287,6 @@ def test_h1_a_finished_event_loop_is_not_kept_alive_by_its_pools() -> None:
         srv = await asyncio.start_server(handler, "127.0.0.1", 0)
         url = f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}"
         loops.append(weakref.ref(asyncio.get_running_loop()))
-        get_session()  # the aiohttp session table too
         assert await _drain(url) == b"ok"
         srv.close()
 
@@ -295,3 +294,81 @@ def test_h1_a_finished_event_loop_is_not_kept_alive_by_its_pools() -> None:
         asyncio.run(one())
     gc.collect()
     assert [ref() for ref in loops] == [None, None, None]
+
+
+_HOSTILE = {
+    "chunk-2^80-after-a-good-chunk": (
+        SSE_HEAD + chunk(b"data: 1\n\n") + b"%x\r\n" % 2**80,
+        "stream from",
+        "the chunked response body is malformed (chunk size overflow)",
+    ),
+    "100-continue-flood": (
+        b"HTTP/1.1 100 Continue\r\n\r\n" * 5000,
+        "request to",
+        "the response head is too large",
+    ),
+    "10000-obs-fold-lines": (
+        b"HTTP/1.1 200 OK\r\nX-A: a\r\n" + b" folded\r\n" * 10_000 + b"\r\n",
+        "request to",
+        "the response head is malformed (unexpected whitespace after header value)",
+    ),
+    "bare-lf-in-a-request-id": (
+        b"HTTP/1.1 429 Too Many\r\nx-request-id: req-1\nInjected: yes\r\ncontent-length: 0\r\n\r\n",
+        "request to",
+        "the response head is malformed (missing expected CR after header value)",
+    ),
+    "head-over-64-kib-in-one-read": (
+        b"HTTP/1.1 200 OK\r\n" + b"X-Pad: " + b"p" * 70_000 + b"\r\ncontent-length: 2\r\n\r\nok",
+        "request to",
+        "the response head is too large",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(_HOSTILE), ids=list(_HOSTILE))
+async def test_h1_hostile_framings_end_in_one_classified_failure(
+    raw_server: MakeServer, case: str
+) -> None:
+    """Issue 29's HTTP-client cases: each is one TRANSPORT failure (never a clean end, never a
+    request id from a broken head), found without re-parsing (one read of each)."""
+    wire, stage, reason = _HOSTILE[case]
+    srv = await raw_server(_serve(wire, keep=False))
+    got: list[bytes] = []
+    with pytest.raises(LlmError) as info:
+        async for data in _post(srv.url):
+            got.append(data)
+    assert (info.value.code, info.value.message) == (
+        "TRANSPORT",
+        f"Acme API {stage} {srv.url} failed: {reason}",
+    )
+    assert info.value.failure.request_id is None
+    assert got == ([b"data: 1\n\n"] if stage == "stream from" else [])
+
+
+async def test_h1_content_length_with_transfer_encoding_fails_and_never_reuses_the_connection(
+    raw_server: MakeServer,
+) -> None:
+    both = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\ntransfer-encoding: chunked\r\n\r\n"
+    srv = await raw_server(_serve(both + chunk(b"hello") + b"0\r\n\r\n"))
+    for _ in range(2):
+        with pytest.raises(LlmError) as info:
+            await _drain(srv.url)
+        assert info.value.code == "TRANSPORT"
+        assert info.value.message.endswith(
+            "the response head is malformed (Transfer-Encoding can't be present with Content-Length)"
+        )
+    assert srv.connections == 2  # the first connection was closed, not reused
+
+
+async def test_h1_a_redirect_is_not_followed_and_its_failure_names_the_location(
+    raw_server: MakeServer,
+) -> None:
+    moved = b"HTTP/1.1 307 Temporary Redirect\r\nLocation: https://elsewhere.test/v1/chat\r\n"
+    srv = await raw_server(_serve(moved + b"content-length: 0\r\n\r\n"))
+    with pytest.raises(LlmError) as info:
+        await _drain(srv.url)
+    assert info.value.status == 307
+    assert info.value.message == (
+        "Acme API error (HTTP 307) redirecting to https://elsewhere.test/v1/chat"
+    )
+    assert srv.connections == 1

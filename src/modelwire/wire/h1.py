@@ -1,6 +1,6 @@
-"""HTTP/1.1 on one connection: the request's bytes, the response head, and the body decoders.
+"""HTTP/1.1 on one connection: its receiving side and the request's bytes.
 
-The streaming path's own transport (`wire.pool` pools these connections; `wire.http` drives one
+The connections of the library's transport (`wire.pool` pools them; `wire.transport` drives one
 request over them). Written here rather than taken from aiohttp because the per-chunk cost of a
 general client is the largest share of a streamed chunk: aiohttp spends ~1.7 µs of CPU per HTTP
 chunk in Python callbacks (`feed_data`, `end_http_chunk_receiving`, `readany`, `resume_reading`)
@@ -10,8 +10,9 @@ chunked coding is undone once per read.
 `Connection` is an `asyncio.Protocol` that only buffers: `take()` returns everything received
 since the last call (b"" when nothing is buffered), `wait()` a future that resolves when more
 arrives or the peer is gone. Reading pauses above `HIGH_WATER` buffered bytes until the consumer
-takes them. `request_bytes` writes one request, `parse_head` reads one response head; the body
-framings are `wire.h1body`.
+takes them. `stale()` tells whether an idle connection may not be reused (the peer closed, sent
+bytes nobody asked for, or its socket is readable: a FIN already in the kernel that the loop has
+not delivered yet). `request_bytes` writes one request; the response parser is `wire.h1body`.
 
 Failures are `WireError` (an `OSError`) carrying a library-neutral `reason`.
 """
@@ -19,9 +20,10 @@ Failures are `WireError` (an `OSError`) carrying a library-neutral `reason`.
 from __future__ import annotations
 
 import asyncio
+import select
 from typing import Final
 
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDictProxy
 
 __all__ = [
     "HIGH_WATER",
@@ -29,7 +31,6 @@ __all__ = [
     "Connection",
     "Head",
     "WireError",
-    "parse_head",
     "request_bytes",
 ]
 
@@ -38,8 +39,6 @@ HIGH_WATER: Final = 1 << 18
 
 MAX_HEAD_BYTES: Final = 1 << 16
 """A response head (status line and headers) longer than this is refused (64 KiB)."""
-
-_CRLF: Final = b"\r\n"
 
 
 class WireError(ConnectionError):
@@ -53,10 +52,24 @@ class WireError(ConnectionError):
 class Connection(asyncio.Protocol):
     """One TCP (or TLS) connection's receiving side: reads buffered until `take()`."""
 
-    __slots__ = ("_loop", "_paused", "_reads", "_size", "_waiter", "closed", "transport")
+    __slots__ = (
+        "_loop",
+        "_paused",
+        "_reads",
+        "_size",
+        "_waiter",
+        "closed",
+        "expires",
+        "keepalive",
+        "key",
+        "transport",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self.key: object = None  # the pool's key of this connection
+        self.keepalive = 0.0  # seconds it may stay idle in the pool
+        self.expires = 0.0  # while idle: when it is closed (the pool's clock)
         self._reads: list[bytes] = []
         self._size = 0
         self._waiter: asyncio.Future[None] | None = None
@@ -120,6 +133,18 @@ class Connection(asyncio.Protocol):
             self._waiter = waiter
         return waiter
 
+    def stale(self) -> bool:
+        """True when this idle connection must not carry another request: the peer closed it,
+        it holds unasked-for bytes, or its socket is readable (EOF or data not yet delivered)."""
+        if self.closed or self._reads or self.transport is None or self.transport.is_closing():
+            return True
+        sock = self.transport.get_extra_info("socket")
+        if sock is None:
+            return False
+        poller = select.poll()  # not select(): descriptors past 1023 are common under load
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+
     def write(self, data: bytes) -> None:
         """Send `data` (buffered by the transport; a dead connection raises `WireError`)."""
         transport = self.transport
@@ -141,10 +166,11 @@ def _check_header(name: str, value: str) -> None:
 
 
 def request_bytes(
-    method: str, target: str, host: str, headers: dict[str, str], body: bytes
+    method: str, target: str, host: str, headers: dict[str, str], body: bytes | None
 ) -> bytes:
     """One request's bytes: request line, Host (unless `headers` name one), the headers,
-    Content-Length, the body. A header with a line break or NUL raises `WireError`."""
+    Content-Length (none when `body` is None: an upgrade), the body. A header with a line break
+    or NUL raises `WireError`."""
     lines = [f"{method} {target} HTTP/1.1"]
     if not any(name.lower() == "host" for name in headers):
         lines.append(f"Host: {host}")
@@ -152,69 +178,23 @@ def request_bytes(
         _check_header(name, value)
         if name.lower() != "content-length":
             lines.append(f"{name}: {value}")
-    lines.append(f"Content-Length: {len(body)}\r\n\r\n")
+    lines.append(f"Content-Length: {len(body)}\r\n\r\n" if body is not None else "\r\n")
     try:
-        return "\r\n".join(lines).encode("latin-1") + body
+        return "\r\n".join(lines).encode("latin-1") + (body or b"")
     except UnicodeEncodeError:
         raise WireError("a request header holds a character outside Latin-1") from None
 
 
 class Head:
-    """A parsed response head: status, headers, keep-alive, and the bytes read past it."""
+    """A parsed response head: status, version (1 for HTTP/1.1, 0 for 1.0), headers, and whether
+    the connection may be kept for another request."""
 
-    __slots__ = ("headers", "keep_alive", "rest", "status", "version")
+    __slots__ = ("headers", "keep_alive", "status", "version")
 
     def __init__(
-        self,
-        status: int,
-        version: int,
-        headers: CIMultiDictProxy[str],
-        keep_alive: bool,
-        rest: bytes,
+        self, status: int, version: int, headers: CIMultiDictProxy[str], keep_alive: bool
     ) -> None:
         self.status = status
         self.version = version
         self.headers = headers
         self.keep_alive = keep_alive
-        self.rest = rest
-
-
-def parse_head(data: bytes) -> Head | None:
-    """The first final response head in `data` (interim 1xx heads skipped), or None when
-    `data` does not hold a whole one yet. A malformed or oversized head raises `WireError`."""
-    while True:
-        end = data.find(b"\r\n\r\n")
-        if end < 0:
-            if len(data) > MAX_HEAD_BYTES:
-                raise WireError("the response head is too large")
-            return None
-        lines = data[:end].split(_CRLF)
-        data = data[end + 4 :]
-        status_line = lines[0].split(b" ", 2)
-        if (
-            len(status_line) < 2
-            or status_line[0] not in (b"HTTP/1.1", b"HTTP/1.0")
-            or len(status_line[1]) != 3
-            or not status_line[1].isdigit()
-        ):
-            raise WireError("the response is not HTTP/1.1")
-        status = int(status_line[1])
-        if 100 <= status < 200 and status != 101:
-            continue  # an interim response: the final one follows
-        headers: CIMultiDict[str] = CIMultiDict()
-        previous: str | None = None
-        for raw in lines[1:]:
-            if raw[:1] in (b" ", b"\t") and previous is not None:  # obsolete line folding
-                values = headers.popall(previous)
-                values[-1] = values[-1] + " " + raw.strip().decode("latin-1")
-                headers.extend((previous, v) for v in values)
-                continue
-            name, colon, value = raw.partition(b":")
-            if not colon or not name or name != name.strip():
-                raise WireError("the response head holds a malformed header")
-            previous = name.decode("latin-1")
-            headers.add(previous, value.strip().decode("latin-1"))
-        version = 1 if status_line[0] == b"HTTP/1.1" else 0
-        tokens = {t.strip().lower() for t in headers.get("Connection", "").split(",")}
-        keep_alive = "close" not in tokens if version else "keep-alive" in tokens
-        return Head(status, version, CIMultiDictProxy(headers), keep_alive, data)

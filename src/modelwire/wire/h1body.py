@@ -1,246 +1,211 @@
-"""The response body framings of `wire.h1`: raw reads in, body bytes (or pieces) out.
+"""One HTTP/1.1 response parsed strictly: raw reads in, the head and the body's pieces out.
 
-`body_for(head)` picks the framing from the status and headers: `LengthBody` (Content-Length),
-`ChunkedBody` (the chunked transfer coding, undone once per read; `pieces` hands each HTTP
-chunk's data on unjoined), `EofBody` (until the connection closes), inflated when the server sent
-gzip or deflate anyway. Each says when the body is complete (`done`) and what followed it
-(`extra`); a malformed framing raises `WireError`, after the bytes before it were returned.
+`ResponseParser` runs llhttp (through `httptools`, the parser under uvicorn) over the reads of
+one connection. llhttp is strict where a hand-written parser was lenient, and each case ends in
+a `WireError`: chunk sizes of hex digits only (``0x1a``, ``+1a``, ``1_a`` and sizes past 2^64
+refused), Content-Length of ASCII digits only (and never twice), Content-Length with
+Transfer-Encoding refused (RFC 9112 §6.3; that connection is never reused), control characters
+and bare CR or LF refused in header values, obsolete line folding refused. On top of llhttp:
+the head cap (`MAX_HEAD_BYTES`) counts every head byte before the final head, interim ``1xx``
+heads included (each parsed once, never re-parsed), and a read that completes a head over the
+cap is refused too.
+
+`feed(data)` returns the body's pieces `data` completes (one per HTTP chunk of a chunked body,
+unjoined); `head` is set once the final head is parsed; `done` once the body is whole, then
+`extra` tells whether bytes followed it. `until_eof` bodies (no length, not chunked) end only
+when the connection closes. A fault after good chunks sets `error` once those pieces are
+returned (raise it after delivering them). A gzip or deflate body (multi-member gzip and raw
+deflate included) is inflated as it arrives.
 """
 
 from __future__ import annotations
 
 import zlib
-from abc import ABC, abstractmethod
 from typing import Final
+
+import httptools
+from multidict import CIMultiDict, CIMultiDictProxy
 
 from .h1 import MAX_HEAD_BYTES, Head, WireError
 
-__all__ = ["Body", "ChunkedBody", "EofBody", "LengthBody", "body_for"]
+__all__ = ["ResponseParser"]
 
-_MAX_SIZE_LINE: Final = 1 << 12
-_CRLF: Final = b"\r\n"
 _NO_BODY: Final = frozenset({204, 304})
 
 
-class Body(ABC):
-    """Raw reads in, body bytes out: `feed` returns the body bytes `data` completes; `done` once
-    the body is whole, then `extra` holds any bytes that followed it; `until_eof` bodies end only
-    when the connection closes; `error` is set when the body turned out malformed after `feed`
-    returned the bytes before the fault (raise it once those are delivered)."""
+class _Inflater:
+    """A gzip (any number of members) or deflate (zlib-wrapped or raw) body, inflated."""
 
-    __slots__ = ("done", "error", "extra", "until_eof")
+    __slots__ = ("_gzip", "_started", "_zlib")
 
-    def __init__(self) -> None:
+    def __init__(self, gzip: bool) -> None:
+        self._gzip = gzip
+        self._started = False
+        self._zlib = zlib.decompressobj(wbits=32 + zlib.MAX_WBITS)
+
+    def inflate(self, pieces: list[bytes]) -> list[bytes]:
+        out = []
+        for piece in pieces:
+            try:
+                data = self._inflate(piece)
+            except zlib.error:
+                raise WireError("the compressed response body is malformed") from None
+            if data:
+                out.append(data)
+        return out
+
+    def _inflate(self, data: bytes) -> bytes:
+        if not self._started and not self._gzip and data:
+            self._started = True
+            if len(data) > 1 and (data[0] & 0x0F != 8 or ((data[0] << 8) | data[1]) % 31):
+                self._zlib = zlib.decompressobj(wbits=-zlib.MAX_WBITS)  # raw deflate
+        out = self._zlib.decompress(data)
+        while self._gzip and self._zlib.eof and self._zlib.unused_data:  # the next member
+            rest = self._zlib.unused_data
+            self._zlib = zlib.decompressobj(wbits=32 + zlib.MAX_WBITS)
+            out += self._zlib.decompress(rest)
+        return out
+
+
+class ResponseParser:
+    """The response to one request on a connection (see the module docstring).
+
+    `head_only` (a HEAD request) ends the response at its head."""
+
+    __slots__ = (
+        "_fields",
+        "_head_bytes",
+        "_head_only",
+        "_inflater",
+        "_out",
+        "_parser",
+        "done",
+        "error",
+        "extra",
+        "head",
+        "on_body",
+        "until_eof",
+        "upgraded",
+    )
+
+    def __init__(self, head_only: bool = False) -> None:
+        self._out: list[bytes] = []
+        self.on_body = self._out.append  # llhttp's body callback: no Python frame per chunk
+        self._fields: list[tuple[bytes, bytes]] = []
+        self._head_bytes = 0
+        self._head_only = head_only
+        self._inflater: _Inflater | None = None
+        self.head: Head | None = None
         self.done = False
-        self.extra = b""
+        self.extra = False
         self.until_eof = False
         self.error: WireError | None = None
+        self.upgraded = b""  # after a 101 head: the new protocol's first bytes
+        self._parser = httptools.HttpResponseParser(self)
 
-    @abstractmethod
-    def feed(self, data: bytes) -> bytes:
-        """The body bytes of `data` (which follows the bytes fed before)."""
+    # llhttp callbacks ----------------------------------------------------------------------
 
-    def pieces(self, data: bytes) -> list[bytes]:
-        """`feed` as the body's pieces in order (a chunked body: one per HTTP chunk), unjoined."""
-        body = self.feed(data)
-        return [body] if body else []
+    def on_message_begin(self) -> None:
+        if self.done:
+            self.extra = True  # bytes after the whole response: the connection is not reused
 
+    def on_status(self, status: bytes) -> None:
+        self._count(len(status) + 17)  # "HTTP/1.1 200 " + reason + CRLF, and the blank line
 
-class LengthBody(Body):
-    """A body of `Content-Length` bytes."""
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self.head is None:
+            self._count(len(name) + len(value) + 4)
+            self._fields.append((name, value))
 
-    __slots__ = ("_left",)
+    def _count(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > MAX_HEAD_BYTES:
+            raise WireError("the response head is too large")
 
-    def __init__(self, length: int) -> None:
-        super().__init__()
-        self._left = length
-        self.done = length == 0
+    def on_headers_complete(self) -> None:
+        parser = self._parser
+        status = parser.get_status_code()
+        fields, self._fields = self._fields, []
+        if 100 <= status < 200 and status != 101:
+            return  # an interim response (its bytes stay counted): the final one follows
+        headers: CIMultiDict[str] = CIMultiDict(
+            (n.decode("latin-1"), v.decode("latin-1")) for n, v in fields
+        )
+        http = parser.get_http_version()
+        if http not in ("1.1", "1.0"):
+            raise WireError("the response is not HTTP/1.1")
+        version = 1 if http == "1.1" else 0
+        self.head = Head(status, version, CIMultiDictProxy(headers), parser.should_keep_alive())
+        if self._head_only or status in _NO_BODY or status == 101:
+            self.done = True
+            return
+        if "Content-Length" not in headers and not _chunked(headers):
+            self.until_eof = True
+        encoding = headers.get("Content-Encoding", "identity").strip().lower()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            self._inflater = _Inflater(encoding != "deflate")
+        elif encoding not in ("identity", ""):
+            self.head = None
+            raise WireError(f"the response's content coding {encoding!r} is not supported")
 
-    def feed(self, data: bytes) -> bytes:
-        left = self._left
-        if len(data) < left:
-            self._left = left - len(data)
-            return data
-        self._left = 0
-        self.done = True
-        if len(data) > left:
-            self.extra = data[left:]
-            return data[:left]
-        return data
+    def on_message_complete(self) -> None:
+        if self.head is not None:
+            self.done = True
 
+    # the consumer's side -------------------------------------------------------------------
 
-class EofBody(Body):
-    """A body delimited by the connection's close (no length, not chunked)."""
-
-    __slots__ = ()
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.until_eof = True
-
-    def feed(self, data: bytes) -> bytes:
-        return data
-
-
-class ChunkedBody(Body):
-    """The chunked transfer coding undone: any split of `size CRLF data CRLF ... 0 CRLF
-    trailers CRLF` across reads gives the same body bytes."""
-
-    __slots__ = ("_crlf", "_left", "_pending", "_trailers")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._pending = b""  # an incomplete size line, chunk CRLF or trailer section
-        self._left = 0  # bytes of the current chunk's data still to come
-        self._crlf = False  # the CRLF closing a chunk's data is still to come
-        self._trailers = False  # past the last chunk: trailer lines up to a blank line
-
-    def feed(self, data: bytes) -> bytes:
-        return _joined(self.pieces(data))
-
-    def pieces(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes) -> list[bytes]:
+        """The body pieces `data` completes (raises `WireError` on a fault before any piece)."""
         if self.error is not None:
             raise self.error
-        out: list[bytes] = []
+        out = self._out
+        if self.done:
+            self.extra = self.extra or bool(data)
+            return []
         try:
-            return self._pieces(data, out)
-        except WireError as exc:
-            if not out:
-                raise
-            self.error = exc  # the chunks before the fault are delivered first
-            return out
-
-    def _pieces(self, data: bytes, out: list[bytes]) -> list[bytes]:
-        if self._pending:
-            data = self._pending + data
-            self._pending = b""
-        pos, n = 0, len(data)
-        if self._left:  # the rest of a chunk split across reads
-            end = self._left
-            if end > n:
-                self._left = end - n
-                return [data]
-            out.append(data[:end])
-            pos, self._left, self._crlf = end, 0, True
-        if self._crlf:
-            if n - pos < 2:
-                self._pending = data[pos:]
-                return out
-            if data[pos : pos + 2] != _CRLF:
-                raise WireError("the chunked response body is malformed")
-            pos += 2
-            self._crlf = False
-        while pos < n:
-            if self._trailers:
-                self._trailer(data, pos)
-                break
-            j = data.find(_CRLF, pos)
-            if j < 0:
-                if n - pos > _MAX_SIZE_LINE:
-                    raise WireError("the chunked response body is malformed")
-                self._pending = data[pos:]
-                break
-            try:
-                size = int(data[pos:j], 16)  # the common size line: bare hex digits
-            except ValueError:
-                size = _chunk_size(data[pos:j])  # chunk extensions, or not a size at all
-            if size < 0:
-                raise WireError("the chunked response body is malformed")
-            start = j + 2
-            if size == 0:
-                self._trailers = True
-                pos = start
-                continue
-            end = start + size
-            if end + 2 <= n:  # the common case: the whole chunk and its CRLF are here
-                if not data.startswith(_CRLF, end):
-                    raise WireError("the chunked response body is malformed")
-                out.append(data[start:end])
-                pos = end + 2
-            elif end <= n:  # the data is here, (part of) its CRLF is not
-                out.append(data[start:end])
-                self._pending, self._crlf = data[end:], True
-                break
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as exc:
+            self.done = True  # a 101: what follows belongs to the new protocol
+            self.upgraded = data[int(exc.args[0]) :]
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            self._fault(cause if isinstance(cause, WireError) else WireError(str(exc)))
+        except httptools.HttpParserError as exc:
+            if not self.done:
+                self._fault(_malformed(self.head is not None, self._chunked, str(exc)))
             else:
-                out.append(data[start:])
-                self._left = end - n
-                break
-        return out
+                self.extra = True
+        if not self.done and self.head is None and self._head_bytes > MAX_HEAD_BYTES:
+            self._fault(WireError("the response head is too large"))
+        pieces = out[:]
+        out.clear()
+        if pieces and self._inflater is not None:
+            pieces = self._inflater.inflate(pieces)
+        if self.error is not None and not pieces:
+            raise self.error
+        return pieces
 
-    def _trailer(self, data: bytes, pos: int) -> None:
-        """After the last chunk: skip trailer lines up to the blank line that ends the body."""
-        while True:
-            j = data.find(_CRLF, pos)
-            if j < 0:
-                if len(data) - pos > MAX_HEAD_BYTES:
-                    raise WireError("the chunked response body is malformed")
-                self._pending = data[pos:]
-                return
-            if j == pos:  # the blank line: the body is complete
-                self.done = True
-                self.extra = data[j + 2 :]
-                return
-            pos = j + 2
+    def _fault(self, error: WireError) -> None:
+        self.error = error
+
+    @property
+    def _chunked(self) -> bool:
+        return self.head is not None and _chunked(self.head.headers)
 
 
-def _joined(parts: list[bytes]) -> bytes:
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def _chunk_size(line: bytes) -> int:
-    """A size line with chunk extensions (``1a;name=value``): the size before them."""
-    line = line.split(b";", 1)[0].strip(b" \t")
-    try:
-        return int(line, 16)
-    except ValueError:
-        raise WireError("the chunked response body is malformed") from None
-
-
-class _Decoded(Body):
-    """A compressed body (`Content-Encoding: gzip` or `deflate`) inflated as it arrives."""
-
-    __slots__ = ("_inner", "_zlib")
-
-    def __init__(self, inner: Body, wbits: int) -> None:
-        super().__init__()
-        self._inner = inner
-        self._zlib = zlib.decompressobj(wbits=wbits)
-        self.until_eof = inner.until_eof
-
-    def feed(self, data: bytes) -> bytes:
-        raw = self._inner.feed(data)
-        try:
-            out = self._zlib.decompress(raw) if raw else b""
-            if self._inner.done:
-                out += self._zlib.flush()
-        except zlib.error:
-            raise WireError("the compressed response body is malformed") from None
-        self.done, self.extra = self._inner.done, self._inner.extra
-        return out
-
-
-def body_for(head: Head) -> Body:
-    """The decoder of `head`'s body (by status, Transfer-Encoding, Content-Length and
-    Content-Encoding); a framing it cannot read raises `WireError`."""
-    headers = head.headers
-    if head.status in _NO_BODY:
-        return LengthBody(0)
+def _chunked(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> bool:
     coding = headers.get("Transfer-Encoding")
-    body: Body
-    if coding is not None:
-        if coding.rsplit(",", 1)[-1].strip().lower() != "chunked":
-            raise WireError(f"the response's transfer coding {coding!r} is not supported")
-        body = ChunkedBody()
-    elif (lengths := headers.getall("Content-Length", None)) is not None:
-        values = {v.strip() for length in lengths for v in length.split(",")}
-        if len(values) != 1 or not (value := values.pop()).isdigit():
-            raise WireError("the response's Content-Length is not valid")
-        body = LengthBody(int(value))
-    else:
-        body = EofBody()
-    encoding = headers.get("Content-Encoding", "identity").strip().lower()
-    if encoding in ("gzip", "x-gzip", "deflate"):
-        return _Decoded(body, 32 + zlib.MAX_WBITS)  # a gzip or zlib header, detected
-    if encoding not in ("identity", ""):
-        raise WireError(f"the response's content coding {encoding!r} is not supported")
-    return body
+    return coding is not None and coding.rsplit(",", 1)[-1].strip().lower() == "chunked"
+
+
+def _malformed(after_head: bool, chunked: bool, text: str) -> WireError:
+    detail = text.strip().rstrip(".") or "malformed"
+    if not after_head and detail.startswith("Expected HTTP/"):
+        return WireError("the response is not HTTP/1.1")
+    first = detail.split(" ", 1)[0]
+    if "-" not in first:  # llhttp's sentence, not a header name: "Invalid character ..."
+        detail = detail[:1].lower() + detail[1:]
+    if not after_head:
+        return WireError(f"the response head is malformed ({detail})")
+    what = "chunked response body" if chunked else "response body"
+    return WireError(f"the {what} is malformed ({detail})")

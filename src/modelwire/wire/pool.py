@@ -1,131 +1,306 @@
-"""Keep-alive pools of `h1.Connection`s, one per event loop: connect (TCP or TLS), reuse, close.
+"""Keep-alive pools of `h1.Connection`s, one per event loop: connect, limit, reuse, expire.
 
-A connection goes back to its pool only after its response was read to the end with keep-alive
-(`release`); an idle connection the server closed is dropped when it is next looked for. There is
-no limit on connections per host (as with the aiohttp session it replaced on the streaming path),
-no proxy from the environment, and TLS verifies against the default trust store
-(`ssl.create_default_context()`, so `SSL_CERT_FILE` / `SSL_CERT_DIR` apply), offering ALPN
-``http/1.1``.
+A `Target` says where a connection goes: TCP or TLS to a host, directly or through a forward
+proxy (a ``CONNECT`` tunnel upgraded with TLS for an https upstream; for an http upstream the
+connection is to the proxy itself, shared by every upstream behind it). Connections are pooled
+by the target's `key`.
+
+Pool hygiene:
+
+- at most `max_connections` connections per key (lent, idle and connecting together); a request
+  past the limit queues (FIFO) until one is released or dropped;
+- an idle connection is closed once it has been idle `keepalive_s` (checked when the key is next
+  used and by a sweep timer; the clock is injected), and at most `MAX_IDLE` are kept in all (the
+  oldest go first);
+- an idle connection is checked before reuse (`Connection.stale`: closed, unasked-for bytes, or a
+  readable socket) and dropped if it fails;
+- running out of file descriptors (EMFILE/ENFILE) first closes every idle connection and, when
+  this key has connections that will come back, waits for one; only then is it a failure,
+  worded "too many open files";
+- the connect (DNS with a small cache, TCP with staggered attempts over the addresses, the
+  proxy's CONNECT, TLS) is bounded by `connect_timeout_ms` (`ConnectTimeout`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
-import ipaddress
-import socket
-import ssl
+import contextlib
+import contextvars
+import time
 import weakref
-from collections.abc import AsyncGenerator
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Final
 
+from .connect import NO_FDS, ConnectTimeout, Target, open_connection
+from .dns import Resolver
 from .h1 import Connection, WireError
 
-__all__ = ["Pool", "close_pool", "get_pool", "new_pool", "tls_context"]
+__all__ = [
+    "MAX_IDLE",
+    "ConnectTimeout",
+    "Pool",
+    "Target",
+    "close_pool",
+    "get_pool",
+    "new_pool",
+]
 
-_HAPPY_EYEBALLS_S: Final = 0.25
-_tls: ssl.SSLContext | None = None
+MAX_IDLE: Final = 256
+"""Idle connections kept by one pool in all (the oldest are closed first)."""
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Pool] = weakref.WeakKeyDictionary()
 
-Key = tuple[bool, str, int]
-"""(TLS, host, port)."""
 
+class _Host:
+    """The connections of one key: the idle ones (newest last), how many are open (lent, idle
+    or connecting), and the requests waiting for one."""
 
-def tls_context() -> ssl.SSLContext:
-    """The process's client TLS context (default trust store, ALPN http/1.1), made once."""
-    global _tls
-    if _tls is None:
-        context = ssl.create_default_context()
-        context.set_alpn_protocols(["http/1.1"])
-        _tls = context
-    return _tls
+    __slots__ = ("count", "idle", "waiters")
 
-
-def _connect_reason(exc: OSError) -> str:
-    if isinstance(exc, socket.gaierror):
-        return "could not resolve the host"
-    if isinstance(exc, ssl.SSLError | ssl.CertificateError):
-        return "TLS handshake failed"
-    if isinstance(exc, ConnectionRefusedError) or (
-        # every address refused (asyncio joins them into one OSError without an errno)
-        exc.errno is None and f"[Errno {errno.ECONNREFUSED}]" in str(exc)
-    ):
-        return "connection refused"
-    return "could not connect"
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
+    def __init__(self) -> None:
+        self.idle: list[Connection] = []
+        self.count = 0
+        self.waiters: deque[asyncio.Future[None]] = deque()
 
 
 class Pool:
-    """The connections of one event loop: idle keep-alive ones by (TLS, host, port), and the
-    ones lent to a request (closed with the pool, like those idle)."""
+    """The connections of one event loop (see the module docstring). `clock` is monotonic
+    seconds (injected by tests); `resolver` the DNS cache."""
 
     # No reference to the loop itself: the per-loop table is keyed weakly by it.
-    __slots__ = ("_busy", "_closed", "_idle", "closer")
+    __slots__ = ("_busy", "_closed", "_hosts", "_idle_total", "_sweeping", "clock", "closer", "dns")
 
-    def __init__(self) -> None:
-        self._idle: dict[Key, list[Connection]] = {}
+    def __init__(
+        self, *, clock: Callable[[], float] = time.monotonic, resolver: Resolver | None = None
+    ) -> None:
+        self._hosts: dict[object, _Host] = {}
         self._busy: set[Connection] = set()
         self._closed = False
+        self._idle_total = 0
+        self._sweeping = False
+        self.clock = clock
+        self.dns = resolver if resolver is not None else Resolver()
         self.closer: AsyncGenerator[None, None] | None = None  # closes the pool at loop shutdown
 
-    async def acquire(self, key: Key) -> Connection:
-        """An open connection to `key` (an idle one, else a new one), lent until `release` or
-        `drop`; a failed connect raises `WireError` with its reason."""
-        idle = self._idle.get(key)
-        while idle:
-            conn = idle.pop()
-            if not conn.closed and not conn.take():
+    # looking at it -----------------------------------------------------------------------
+
+    def open_count(self, key: object | None = None) -> int:
+        """Connections open (lent, idle or connecting), for `key` or in all."""
+        if key is not None:
+            host = self._hosts.get(key)
+            return 0 if host is None else host.count
+        return sum(h.count for h in self._hosts.values())
+
+    def idle_count(self) -> int:
+        """Idle connections kept in all."""
+        return self._idle_total
+
+    # lending -----------------------------------------------------------------------------
+
+    async def acquire(self, target: Target) -> tuple[Connection, bool]:
+        """An open connection to `target` (an idle one, else a new one once the key is under
+        its limit) and whether it was reused; lent until `release` or `drop`. A failed connect
+        raises `WireError` (`ConnectTimeout`, `ProxyError`) with its reason."""
+        host = self._hosts.get(target.key)
+        if host is None:
+            host = self._hosts[target.key] = _Host()
+        limit = target.settings.max_connections
+        while True:
+            conn = self._take_idle(host)
+            if conn is not None:
                 self._busy.add(conn)
-                return conn
-            conn.close()  # closed by the server while idle, or it sent bytes nobody asked for
-        tls, host, port = key
+                return conn, True
+            if host.count < limit:
+                break
+            await self._wait(host)
+        host.count += 1
         try:
-            loop = asyncio.get_running_loop()
-            _, conn = await loop.create_connection(
-                lambda: Connection(loop),
-                host,
-                port,
-                ssl=tls_context() if tls else None,
-                server_hostname=host if tls else None,
-                # racing addresses only helps a name with several (an IP literal has one)
-                happy_eyeballs_delay=None if _is_ip(host) else _HAPPY_EYEBALLS_S,
-            )
-        except OSError as exc:
-            raise WireError(_connect_reason(exc)) from exc
+            conn = await self._connect(target, host)
+        except BaseException:
+            host.count -= 1
+            self._wake(host)
+            raise
         if self._closed:
+            host.count -= 1
             conn.close()
             raise WireError("the connection pool was closed")
+        conn.key = target.key
+        conn.keepalive = target.settings.keepalive_s
         self._busy.add(conn)
-        return conn
+        return conn, False
 
-    def release(self, key: Key, conn: Connection) -> None:
-        """Keep `conn` for the next request to `key` (its response was read whole)."""
+    def _take_idle(self, host: _Host) -> Connection | None:
+        now = self.clock()
+        idle = host.idle
+        while idle:
+            conn = idle.pop()
+            self._idle_total -= 1
+            if now < conn.expires and not conn.stale():
+                return conn
+            host.count -= 1
+            conn.close()  # expired, closed by the server, or readable while idle
+        return None
+
+    async def _wait(self, host: _Host) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        host.waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self._wake(host)  # woken and cancelled at once: pass the turn on
+            else:
+                with contextlib.suppress(ValueError):
+                    host.waiters.remove(waiter)
+            raise
+
+    def _wake(self, host: _Host) -> None:
+        while host.waiters:
+            waiter = host.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def release(self, conn: Connection) -> None:
+        """Keep `conn` for the next request to its key (its response was read whole)."""
         self._busy.discard(conn)
-        if self._closed or conn.closed:
+        host = self._hosts.get(conn.key)
+        if host is None:
             conn.close()
             return
-        self._idle.setdefault(key, []).append(conn)
+        if self._closed or conn.closed or conn.keepalive <= 0:
+            host.count -= 1
+            conn.close()
+        else:
+            conn.expires = self.clock() + conn.keepalive
+            host.idle.append(conn)
+            self._idle_total += 1
+            if self._idle_total > MAX_IDLE:
+                self._close_oldest_idle()
+            self._schedule_sweep(conn.keepalive)
+        self._wake(host)
 
     def drop(self, conn: Connection) -> None:
         """Close `conn` (its response was not read whole, or it may not be reused)."""
-        self._busy.discard(conn)
         conn.close()
+        if conn in self._busy:
+            self._busy.discard(conn)
+            host = self._hosts.get(conn.key)
+            if host is not None:
+                host.count -= 1
+                self._wake(host)
+
+    # expiry ------------------------------------------------------------------------------
+
+    def _close_oldest_idle(self) -> None:
+        oldest: tuple[float, _Host] | None = None
+        for host in self._hosts.values():
+            if host.idle and (oldest is None or host.idle[0].expires < oldest[0]):
+                oldest = (host.idle[0].expires, host)
+        if oldest is not None:
+            host = oldest[1]
+            conn = host.idle.pop(0)
+            self._idle_total -= 1
+            host.count -= 1
+            conn.close()
+            self._wake(host)
+
+    def close_idle(self, *, expired_only: bool = False) -> int:
+        """Close idle connections (every one, or those past their keep-alive); how many."""
+        now = self.clock()
+        closed = 0
+        for key, host in list(self._hosts.items()):
+            keep = [c for c in host.idle if expired_only and now < c.expires and not c.closed]
+            for conn in host.idle:
+                if conn not in keep:
+                    conn.close()
+                    closed += 1
+            host.count -= len(host.idle) - len(keep)
+            self._idle_total -= len(host.idle) - len(keep)
+            host.idle = keep
+            if host.count == 0 and not host.waiters:
+                del self._hosts[key]
+            elif len(keep) < host.count:
+                self._wake(host)
+        return closed
+
+    def sweep(self) -> None:
+        """Close the idle connections past their keep-alive (run by a timer while any idle
+        connection is kept; a test calls it after advancing the clock)."""
+        self._sweeping = False
+        self.close_idle(expired_only=True)
+        if self._idle_total:
+            soonest = min(c.expires for h in self._hosts.values() for c in h.idle)
+            self._schedule_sweep(max(soonest - self.clock(), 0.0))
+
+    def _schedule_sweep(self, delay: float) -> None:
+        if self._sweeping or self._closed:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # released outside the loop (a finalizer): the next use sweeps
+            return
+        self._sweeping = True
+        # the loop owns the handle (the pool keeps no reference to the loop); +0.1 s so that the
+        # sweep finds the connection expired rather than a hair short of it. An empty context:
+        # the caller's (a turn's context variables, and what they reach, a session log among
+        # them) must not live on in the timer for `keepalive_s`
+        loop.call_later(delay + 0.1, self.sweep, context=contextvars.Context())
 
     def close(self) -> None:
         """Close every connection, idle or lent; a connection released later is closed too."""
         self._closed = True
-        idle, self._idle = self._idle, {}
+        hosts, self._hosts = self._hosts, {}
         busy, self._busy = self._busy, set()
-        for conns in (*idle.values(), busy):
-            for conn in conns:
+        self._idle_total = 0
+        for host in hosts.values():
+            for conn in host.idle:
                 conn.close()
+            for waiter in host.waiters:
+                if not waiter.done():
+                    waiter.set_exception(WireError("the connection pool was closed"))
+        for conn in busy:
+            conn.close()
+
+    # connecting --------------------------------------------------------------------------
+
+    async def _connect(self, target: Target, host: _Host) -> Connection:
+        """A new connection. Out of file descriptors, it closes the idle connections and tries
+        again, or waits for another connection of this key to come back (as often as one
+        does); with neither to free, it fails as "too many open files"."""
+        ms = target.settings.connect_timeout_ms
+        while True:
+            try:
+                # in a task of its own with an empty context: a cancelled timer stays in the
+                # loop's heap until its time (30 s) with the context it was made in, and the
+                # caller's (a turn's variables, and a session log through them) must not
+                # live on there; cancelling the caller cancels this task too
+                return await asyncio.get_running_loop().create_task(
+                    _bounded(open_connection(self.dns, target), ms / 1000),
+                    context=contextvars.Context(),
+                )
+            except TimeoutError:
+                where = "the proxy " + target.proxy.shown if target.proxy is not None else ""
+                raise ConnectTimeout(
+                    f"connect timed out after {ms}ms" + (f" (through {where})" if where else "")
+                ) from None
+            except OSError as exc:
+                if exc.errno not in NO_FDS:
+                    raise
+                if self.close_idle():
+                    continue
+                if host.count <= 1:
+                    raise WireError("too many open files") from exc
+                host.count -= 1
+                try:
+                    await self._wait(host)  # a connection of this key will come back
+                finally:
+                    host.count += 1
+
+
+async def _bounded(connect: Awaitable[Connection], seconds: float) -> Connection:
+    async with asyncio.timeout(seconds):
+        return await connect
 
 
 def get_pool(loop: asyncio.AbstractEventLoop) -> Pool | None:
@@ -133,10 +308,10 @@ def get_pool(loop: asyncio.AbstractEventLoop) -> Pool | None:
     return _pools.get(loop)
 
 
-def new_pool(loop: asyncio.AbstractEventLoop) -> Pool:
-    """A fresh pool for `loop` (replacing, not closing, any earlier one)."""
-    pool = _pools[loop] = Pool()
-    return pool
+def new_pool(loop: asyncio.AbstractEventLoop, pool: Pool | None = None) -> Pool:
+    """A fresh pool (or `pool`) for `loop` (replacing, not closing, any earlier one)."""
+    made = _pools[loop] = pool if pool is not None else Pool()
+    return made
 
 
 def close_pool(loop: asyncio.AbstractEventLoop) -> None:

@@ -289,6 +289,9 @@ def failure_for_status(
     if text is None and not parsed:
         text = _plain_text(body_text)
     message = f"{provider} API error (HTTP {status})"
+    location = _header(headers, "location") if 300 <= status < 400 else None
+    if location and (shown := _plain_text(location)):  # never followed: say where it pointed
+        message = f"{message} redirecting to {_redact(shown, kept)}"
     if text:
         text = _redact(text, kept)
         if len(text) > _MAX_TEXT:

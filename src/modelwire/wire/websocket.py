@@ -15,15 +15,19 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Final
 
-import aiohttp
 import msgspec
 
 from ..errors import ErrorCode, LlmError
 from .credentials import credential_values
-from .http import get_session, transport_reason
+from .h1transport import default_transport
+from .http import transport_failure
+from .proxy import proxy_secrets
+from .settings import DEFAULT_SETTINGS, TransportSettings
 from .sse import MAX_EVENT_BYTES, SseEvent
 from .status import failure_for_status
+from .transport import Request, Transport
 from .watchdog import IdleWatchdog
+from .wsclient import MessageTooLarge, UpgradeRefused
 
 __all__ = ["MessageFramer", "responses_websocket", "websocket_url"]
 
@@ -65,9 +69,6 @@ class MessageFramer:
         return ()
 
 
-_TRANSPORT_ERRORS: Final = (aiohttp.ClientError, OSError)
-
-
 async def responses_websocket(
     url: str,
     body: bytes,
@@ -76,64 +77,53 @@ async def responses_websocket(
     provider: str,
     endpoint: str,
     watchdog: IdleWatchdog,
+    settings: TransportSettings = DEFAULT_SETTINGS,
+    transport: Transport | None = None,
 ) -> AsyncGenerator[bytes, None]:
-    """Open the socket at `url` (an ``https`` URL is switched to ``wss``), send the request,
-    and yield each text message's bytes until the server closes or the reader stops."""
+    """Open the socket at `url` (an ``https`` URL is switched to ``wss``) through the route's
+    transport, send the request, and yield each text message's bytes until the server closes
+    or the reader stops."""
     message = create_message(body)
     sent = {k: v for k, v in headers.items() if k.lower() not in ("content-type", "accept")}
-    session = get_session()
+    kept = (*credential_values(headers), *proxy_secrets(settings.proxy))
+    request = Request("GET", url, headers=sent, settings=settings, guard=watchdog.guard)
     try:
         ws = await watchdog.guard(
-            session.ws_connect(
-                websocket_url(url),
-                headers=sent,
-                max_msg_size=MAX_EVENT_BYTES,
-                autoping=True,
-            )
+            (transport or default_transport()).websocket(request, max_message_bytes=MAX_EVENT_BYTES)
         )
-    except aiohttp.WSServerHandshakeError as exc:
+    except UpgradeRefused as exc:
         raise failure_for_status(
-            exc.status,
-            exc.message or "",
-            exc.headers or {},
-            provider=provider,
-            secrets=credential_values(headers),
+            exc.status, exc.body, exc.headers, provider=provider, secrets=kept
         ) from exc
     except LlmError:
         raise
-    except _TRANSPORT_ERRORS as exc:
-        raise LlmError(
-            f"{provider} WebSocket to {endpoint} failed: {transport_reason(exc)}",
-            ErrorCode.TRANSPORT,
-            cause=exc,
-        ) from exc
+    except OSError as exc:
+        raise transport_failure(f"{provider} WebSocket to {endpoint} failed", exc, kept) from exc
     try:
-        await watchdog.guard(ws.send_str(message.decode()))
+        await watchdog.guard(ws.send_text(message.decode()))
         while True:
             try:
-                msg = await watchdog.guard(ws.receive())
+                data = await watchdog.guard(ws.receive())
             except LlmError:
                 raise
-            except _TRANSPORT_ERRORS as exc:
+            except MessageTooLarge as exc:
                 raise LlmError(
-                    f"{provider} WebSocket from {endpoint} failed: {transport_reason(exc)}",
-                    ErrorCode.TRANSPORT,
+                    f"{provider} WebSocket from {endpoint} sent a message over "
+                    f"{MAX_EVENT_BYTES} bytes",
+                    ErrorCode.MALFORMED_RESPONSE,
                     cause=exc,
                 ) from exc
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                yield msg.data.encode()
-            elif msg.type == aiohttp.WSMsgType.BINARY:
+            except TypeError as exc:
                 raise LlmError(
                     f"{provider} WebSocket sent a binary frame; Responses events are JSON text",
                     ErrorCode.MALFORMED_RESPONSE,
-                )
-            elif msg.type == aiohttp.WSMsgType.ERROR:
-                reason = transport_reason(ws.exception() or ConnectionError("socket error"))
-                raise LlmError(
-                    f"{provider} WebSocket from {endpoint} failed: {reason}",
-                    ErrorCode.TRANSPORT,
-                )
-            else:  # CLOSE / CLOSING / CLOSED: the response ends here, complete or not
+                ) from exc
+            except OSError as exc:
+                raise transport_failure(
+                    f"{provider} WebSocket from {endpoint} failed", exc
+                ) from exc
+            if data is None:  # closed: the response ends here, complete or not
                 return
+            yield data
     finally:
-        await ws.close()
+        await ws.aclose()

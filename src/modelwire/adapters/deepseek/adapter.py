@@ -34,10 +34,18 @@ from ...vocab import (
 )
 from ...wire.attribution import attribution_headers
 from ...wire.credentials import assert_usable_api_key, resolve_api_key
+from ...wire.h1transport import default_transport
 from ...wire.http import stream_post_pieces
 from ...wire.pump import StreamSource, pump_sse
 from ...wire.ratelimit import RateLimiter
 from ...wire.ratelimit_reads import estimate_tokens, limited_reads
+from ...wire.settings import (
+    DEFAULT_CONNECT_TIMEOUT_MS,
+    DEFAULT_KEEPALIVE_S,
+    DEFAULT_MAX_CONNECTIONS,
+    SETTING_FIELDS,
+)
+from ...wire.transport import Transport
 from ...wire.watchdog import IdleWatchdog, idle_text
 from .models import (
     DEFAULT_CONTEXT_WINDOW,
@@ -73,6 +81,7 @@ _CONFIG_KEYS: Final = frozenset(
         "max_concurrency",
         "requests_per_minute",
         "tokens_per_minute",
+        *SETTING_FIELDS,
     }
 )
 
@@ -90,7 +99,11 @@ class DeepSeekAdapter(LlmAdapter):
     default, replays ``reasoning_content`` only on tool-call turns; ``"every-turn"`` on every
     reasoned turn); `max_concurrency` (a positive integer), `requests_per_minute` and
     `tokens_per_minute` (positive numbers), the route's client-side rate limits (None: no such
-    limit; DeepSeek's published limits apply either way). `update_config` swaps in a new
+    limit; DeepSeek's published limits apply either way); the transport settings `proxy`
+    (``"http://[user:password@]host:port"`` or ``"none"``; unset: the environment's proxy
+    variables), `ca_file`, `client_cert` / `client_key`, `max_connections` (per host),
+    `keepalive_s` and `connect_timeout_ms` (`wire.settings`); `transport` replaces the HTTP
+    transport (`modelwire.wire.Transport`). `update_config` swaps in a new
     snapshot; in-flight streams keep theirs. `rate_limiter` keeps the limits' state across calls
     and config updates; `rate_limit_clock` (epoch seconds) and `rate_limit_sleep` are its time
     (a test passes fakes).
@@ -112,9 +125,17 @@ class DeepSeekAdapter(LlmAdapter):
         max_concurrency: int | None = None,
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
+        proxy: str | None = None,
+        ca_file: str | None = None,
+        client_cert: str | None = None,
+        client_key: str | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        keepalive_s: float = DEFAULT_KEEPALIVE_S,
+        connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
         env: Mapping[str, str] | None = None,
         rate_limit_clock: Callable[[], float] = time.time,
         rate_limit_sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        transport: Transport | None = None,
     ) -> None:
         self._config: DeepSeekConfig = resolve_deepseek_config(
             api_key=api_key,
@@ -130,9 +151,19 @@ class DeepSeekAdapter(LlmAdapter):
             max_concurrency=max_concurrency,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
+            proxy=proxy,
+            ca_file=ca_file,
+            client_cert=client_cert,
+            client_key=client_key,
+            max_connections=max_connections,
+            keepalive_s=keepalive_s,
+            connect_timeout_ms=connect_timeout_ms,
             env=env,
         )
         self._entry = self._config
+        # every request goes through it; proxy variables come from the process environment (as
+        # curl and httpx read them), `env` is only where keys are read
+        self._transport = transport or default_transport()
         self.rate_limiter = RateLimiter(clock=rate_limit_clock, sleep=rate_limit_sleep)
 
     @classmethod
@@ -231,6 +262,8 @@ class DeepSeekAdapter(LlmAdapter):
             fallback_request_id_headers=_FALLBACK_REQUEST_ID,
             secrets=(api_key,),
             on_headers=functools.partial(limiter.observe, route),
+            settings=config.transport_settings,
+            transport=self._transport,
         )
         translator = Translator((api_key,))
 

@@ -27,6 +27,14 @@ from ...vocab import (
 )
 from ...vocab.redacted import hidden, hidden_env, hidden_repr, hidden_rich_repr
 from ...wire.ratelimit import RouteLimits, route_limits
+from ...wire.settings import (
+    DEFAULT_CONNECT_TIMEOUT_MS,
+    DEFAULT_KEEPALIVE_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_SETTINGS,
+    TransportSettings,
+    transport_settings,
+)
 from ...wire.urls import http_url_problem
 from ...wire.watchdog import MAX_IDLE_TIMEOUT_MS
 from .pricing import catalog_pricing
@@ -108,6 +116,7 @@ class DeepSeekConfig(msgspec.Struct, frozen=True, kw_only=True):
     reasoning_passback: ReasoningPassback
     env: Mapping[str, str] | None
     rate_limits: RouteLimits = msgspec.field(default_factory=RouteLimits)
+    transport_settings: TransportSettings = DEFAULT_SETTINGS
 
     def _hidden_fields(self) -> dict[str, object]:
         return {"api_key": hidden(self.api_key), "env": hidden_env(self.env)}
@@ -228,6 +237,13 @@ def resolve_deepseek_config(
     max_concurrency: object = None,
     requests_per_minute: object = None,
     tokens_per_minute: object = None,
+    proxy: object = None,
+    ca_file: object = None,
+    client_cert: object = None,
+    client_key: object = None,
+    max_connections: object = DEFAULT_MAX_CONNECTIONS,
+    keepalive_s: object = DEFAULT_KEEPALIVE_S,
+    connect_timeout_ms: object = DEFAULT_CONNECT_TIMEOUT_MS,
     env: Mapping[str, str] | None = None,
     launch_env: Mapping[str, str] | None = None,
 ) -> DeepSeekConfig:
@@ -272,8 +288,18 @@ def resolve_deepseek_config(
         "requests_per_minute": requests_per_minute,
         "tokens_per_minute": tokens_per_minute,
     }
+    network = {
+        "proxy": proxy,
+        "ca_file": ca_file,
+        "client_cert": client_cert,
+        "client_key": client_key,
+        "max_connections": max_connections,
+        "keepalive_s": keepalive_s,
+        "connect_timeout_ms": connect_timeout_ms,
+    }
     try:
         rate_limits = route_limits(limits, "deepseek")
+        settings = transport_settings(network, "deepseek")
     except ValueError as exc:
         raise _fail(str(exc)) from None
     return DeepSeekConfig(
@@ -289,6 +315,7 @@ def resolve_deepseek_config(
         reasoning_passback=reasoning_passback,
         env=env,
         rate_limits=rate_limits,
+        transport_settings=settings,
     )
 
 

@@ -23,9 +23,11 @@ from ...vocab import (
     ResolvedModelInfo,
     StreamChunk,
 )
+from ...wire.h1transport import default_transport
 from ...wire.pump import StreamSource, pump_sse
 from ...wire.ratelimit import RateLimiter
 from ...wire.status import reclassify
+from ...wire.transport import Transport
 from .catalog import load_catalog
 from .config import ResolvedProfile, load_config_file, resolve_profiles
 from .credentials import missing_credential
@@ -61,9 +63,13 @@ class ProvidersAdapter(LlmAdapter):
         on_replay_degrade: ReplayDegrade | None = None,
         rate_limiter: RateLimiter | None = None,
         clock: Callable[[], float] = time.time,
+        transport: Transport | None = None,
     ) -> None:
         self.rate_limiter = RateLimiter() if rate_limiter is None else rate_limiter
         self._clock = clock  # epoch seconds: request signatures and credential expiry
+        # every request goes through it; proxy variables come from the process environment (as
+        # curl and httpx read them), `env` is only where keys are read
+        self._transport = transport or default_transport()
         self._snapshot = Snapshot(profiles)
         self._env = env
         self._read_image = read_image
@@ -84,6 +90,7 @@ class ProvidersAdapter(LlmAdapter):
         on_replay_degrade: ReplayDegrade | None = None,
         rate_limiter: RateLimiter | None = None,
         clock: Callable[[], float] = time.time,
+        transport: Transport | None = None,
     ) -> ProvidersAdapter:
         """Validate `config` fully (raises `INVALID_CONFIG` naming route and field) and build
         (`clock`: epoch seconds for request signatures and the expiry of minted tokens)."""
@@ -94,6 +101,7 @@ class ProvidersAdapter(LlmAdapter):
             on_replay_degrade=on_replay_degrade,
             clock=clock,
             rate_limiter=rate_limiter,
+            transport=transport,
         )
 
     @classmethod
@@ -193,6 +201,7 @@ class ProvidersAdapter(LlmAdapter):
             request,
             profiles=self._snapshot.profiles,
             env=os.environ if self._env is None else self._env,
+            transport=self._transport,
         )
 
     # ---- describing ---------------------------------------------------------------------------
@@ -312,6 +321,7 @@ class ProvidersAdapter(LlmAdapter):
             on_degrade=self._on_degrade,
             clock=self._clock,
             limiter=self.rate_limiter,
+            transport=self._transport,
         )
 
 

@@ -23,6 +23,7 @@ from ...errors import ErrorCode, HarnessError
 from ...policy import RetryPolicy, resolve_retry_policy
 from ...vocab.redacted import hidden_headers, hidden_repr, hidden_rich_repr
 from ...wire.ratelimit import LIMIT_FIELDS, RouteLimits, route_limits
+from ...wire.settings import DEFAULT_SETTINGS, SETTING_FIELDS, TransportSettings, transport_settings
 from ...wire.urls import http_url_problem
 from .compat import LEVELS, MODALITIES, PROTOCOLS
 from .materialize import DEFAULT_MAX_TOKENS, ModelDescriptor, materialize_models
@@ -73,6 +74,7 @@ _FIELDS: Final = frozenset(
         "max_request_image_bytes",
         "retry_policy",
         *LIMIT_FIELDS,
+        *SETTING_FIELDS,
     }
 )
 _REMOVED_RETRY: Final = ("max_retries", "max_retry_delay_ms", "maxRetries", "maxRetryDelayMs")
@@ -82,6 +84,16 @@ _TRANSPORTS: Final = ("sse", "websocket")
 _WEBSOCKET_APIS: Final = ("openai-responses", "azure-openai-responses")
 _KEY_PARAMS: Final = re.compile(r"[?&](key|api[_-]?key|access[_-]?token|token)=", re.I)
 _SEGMENT: Final = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+_TOKEN: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # RFC 9110 field-name
+_HEADER_CONTROL: Final = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _latin1(value: str) -> bool:
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class ResolvedProfile(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,6 +126,7 @@ class ResolvedProfile(msgspec.Struct, frozen=True, kw_only=True):
     rate_limits: RouteLimits = msgspec.field(default_factory=RouteLimits)
     project: str | None = None
     """The Google Cloud project of a Vertex AI route (None = from the environment)."""
+    transport_settings: TransportSettings = DEFAULT_SETTINGS
 
     def __repr__(self) -> str:
         return hidden_repr(self, {"headers": hidden_headers(self.headers)})
@@ -246,6 +259,15 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
         isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
     ):
         raise _fail(route, f"providers.{route}.headers must map header names to strings")
+    for name, value in headers.items():
+        if not _TOKEN.match(name):
+            raise _fail(route, f"providers.{route}.headers has an invalid header name {name!r}")
+        if _HEADER_CONTROL.search(value) or not _latin1(value):
+            raise _fail(
+                route,
+                f"providers.{route}.headers.{name} holds a control character or a character "
+                "outside Latin-1",
+            )
     budgets = raw.get("thinking_budgets")
     if budgets is not None:
         if not isinstance(budgets, Mapping) or not all(
@@ -290,6 +312,7 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
         models = {k: msgspec.structs.replace(m, api_version=api_version) for k, m in models.items()}
     try:
         limits = route_limits(raw, f"providers.{route}")
+        settings = transport_settings(raw, f"providers.{route}")
     except ValueError as exc:
         raise _fail(route, str(exc)) from None
     reasoning = _choice(route, raw, "reasoning", LEVELS)
@@ -318,6 +341,7 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
         models=MappingProxyType(models),
         rate_limits=limits,
         project=segments["project"],
+        transport_settings=settings,
     )
 
 

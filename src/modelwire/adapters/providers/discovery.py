@@ -6,17 +6,21 @@ endpoints are asked `GET <base_url>/models` (OpenAI protocols only), reading at 
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Final
 
-import aiohttp
 import msgspec
 
 from ...errors import ErrorCode, LlmError
 from ...vocab import DiscoveredModel, ModelDiscoveryRequest
 from ...wire.attribution import attribution_headers
 from ...wire.credentials import assert_usable_api_key
-from ...wire.http import get_session
+from ...wire.h1transport import default_transport
+from ...wire.http import transport_reason
+from ...wire.proxy import ProxyError
+from ...wire.settings import DEFAULT_SETTINGS
+from ...wire.transport import Request, TooLarge, Transport
 from .catalog import load_catalog
 from .config import ResolvedProfile
 from .credentials import PKG, resolve_route_key
@@ -78,29 +82,15 @@ def _rows(data: list[object]) -> list[DiscoveredModel]:
     return out
 
 
-async def _read_capped(response: aiohttp.ClientResponse, url: str) -> bytes:
-    declared = response.content_length
-    if declared is not None and declared > MAX_DISCOVERY_BYTES:
-        raise _failed(f"{url} answered with more than {MAX_DISCOVERY_BYTES} bytes")
-    parts: list[bytes] = []
-    total = 0
-    while True:
-        data = await response.content.readany()
-        if not data:
-            return b"".join(parts)
-        total += len(data)
-        if total > MAX_DISCOVERY_BYTES:
-            raise _failed(f"{url} answered with more than {MAX_DISCOVERY_BYTES} bytes")
-        parts.append(data)
-
-
 async def discover_models(
     request: ModelDiscoveryRequest,
     *,
     profiles: Mapping[str, ResolvedProfile],
     env: Mapping[str, str],
+    transport: Transport | None = None,
 ) -> list[DiscoveredModel]:
-    """Answer a discovery request (`DISCOVERY_FAILED`, `DISCOVERY_UNSUPPORTED`,
+    """Answer a discovery request (through the route's transport settings when `request.provider`
+    names a profile) (`DISCOVERY_FAILED`, `DISCOVERY_UNSUPPORTED`,
     `INVALID_CREDENTIAL`, `MISSING_CREDENTIAL`); caller cancellation propagates."""
     catalog = load_catalog().providers.get(request.provider or "")
     if catalog is not None and catalog.models:
@@ -126,16 +116,28 @@ async def discover_models(
     headers = {"Accept": "application/json", **attribution_headers()}
     if key is not None:
         headers["Authorization"] = f"Bearer {key}"
+    profile = profiles.get(request.provider or "")
+    settings = profile.transport_settings if profile is not None else DEFAULT_SETTINGS
+    sent = Request("GET", url, headers=headers, settings=settings)
     try:
-        async with get_session().get(
-            url, headers=headers, timeout=aiohttp.ClientTimeout(total=DISCOVERY_TIMEOUT_S)
-        ) as response:
-            if not 200 <= response.status < 300:
-                hint = "; check the API key" if response.status in (401, 403) else ""
-                raise _failed(f"{url} answered {response.status}{hint}")
-            body = await _read_capped(response, url)
-    except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-        raise LlmError(f"could not reach {url}", ErrorCode.DISCOVERY_FAILED, cause=exc) from exc
+        async with asyncio.timeout(DISCOVERY_TIMEOUT_S):
+            response = await (transport or default_transport()).send(sent)
+            try:
+                if not 200 <= response.status < 300:
+                    hint = "; check the API key" if response.status in (401, 403) else ""
+                    raise _failed(f"{url} answered {response.status}{hint}")
+                declared = response.headers.get("Content-Length", "")
+                if declared.isdigit() and int(declared) > MAX_DISCOVERY_BYTES:
+                    raise _failed(f"{url} answered with more than {MAX_DISCOVERY_BYTES} bytes")
+                body = await response.read(MAX_DISCOVERY_BYTES)
+            finally:
+                await response.aclose()
+    except TooLarge as exc:
+        raise _failed(f"{url} answered with more than {MAX_DISCOVERY_BYTES} bytes") from exc
+    except (OSError, TimeoutError) as exc:
+        reason = transport_reason(exc) if isinstance(exc, OSError) else "timed out"
+        code = ErrorCode.PROXY if isinstance(exc, ProxyError) else ErrorCode.DISCOVERY_FAILED
+        raise LlmError(f"could not reach {url}: {reason}", code, cause=exc) from exc
     try:
         document: object = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:

@@ -21,6 +21,7 @@ from ...wire.credentials import credential_values
 from ...wire.http import stream_post_pieces
 from ...wire.pump import Read, StreamSource
 from ...wire.ratelimit import RateLimiter
+from ...wire.transport import Transport
 from ...wire.watchdog import IdleWatchdog, idle_text, ms_text
 from ..shape import refuse_free_text_tools
 from .config import ResolvedProfile
@@ -259,6 +260,7 @@ async def open_call(
     on_degrade: ReplayDegrade | None,
     clock: Callable[[], float] = time.time,
     limiter: RateLimiter | None = None,
+    transport: Transport | None = None,
 ) -> StreamSource:
     """Every check and the request build (before any I/O), then the reads and translator;
     with a `limiter`, the reads wait for the route's permit first (`limited_reads`)."""
@@ -312,6 +314,8 @@ async def open_call(
             provider=profile.display_name,
             endpoint=model.base_url,
             watchdog=watchdog,
+            settings=profile.transport_settings,
+            transport=transport,
         )
     else:
         observe = None if limiter is None else functools.partial(limiter.observe, profile.route)
@@ -326,6 +330,8 @@ async def open_call(
             refine=spec.http_error,
             encoded_url=spec.signed_path,
             on_headers=observe,
+            settings=profile.transport_settings,
+            transport=transport,
         )
     if limiter is not None:
         reads = limited_reads(reads, limiter, profile, request_tokens(request.body, model), record)
