@@ -21,7 +21,7 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      │                   UNSUPPORTED_OPTION INVALID_OPTION OUTPUT_INVALID
      ├── credentials     MISSING_CREDENTIAL INVALID_CREDENTIAL AUTH
      ├── provider        RATE_LIMIT QUOTA SERVER CONTEXT_WINDOW_EXCEEDED MODEL_NOT_FOUND HTTP_<status>
-     │                   PI_AI_ERROR (unclassified in-stream provider error, multi-provider adapter)
+     │                   PI_AI_ERROR (an unclassified in-stream provider error)
      ├── transport       TRANSPORT PROXY TIMEOUT ABORTED
      ├── stream          STREAM_CLOSED MALFORMED_RESPONSE EMPTY_RESPONSE INVALID_REPLAY_STATE
      │                   INVALID_CHUNK CONTENT_FILTER INSUFFICIENT_SYSTEM_RESOURCE
@@ -36,9 +36,8 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
 
 Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT TRANSPORT.
 
-The category subclasses of `LlmError` are what `LlmError.from_failure` (and so every re-raise of a
-failure: `stream_blocks`, the sync calls) builds for their codes; `LlmError(message, code)` itself
-stays a plain `LlmError` whatever the code. They keep `.code`, `.failure` and `.status`.
+`LlmError.from_failure` (every re-raise of a failure) builds the category subclass of the code;
+`LlmError(message, code)` stays a plain `LlmError`. All keep `.code`, `.failure` and `.status`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """Provider profiles: the `providers` config dict, its validation, defaults and file loading.
 
 `resolve_profiles(config)` turns `{"providers": {route: profile}}` (snake_case keys) into an
-immutable map of `ResolvedProfile`s, or raises `HarnessError(code="INVALID_CONFIG")` whose message
-starts `providers: provider "<route>"` and names the field path. Model materialization (catalog
-entries, `models`, `model_overrides`, efforts, compat) lives in `materialize.py`.
+immutable map of `ResolvedProfile`s, or raises `INVALID_CONFIG` starting `providers: provider
+"<route>"` and naming the field path. Models are materialized in `materialize.py`.
 """
 
 from __future__ import annotations
