@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from reliability_server import Behaviour, Conn, chunked, reset
+from reliability_wire import IDLE_MS as STALL_IDLE_MS
 from reliability_wire import done_event, good_events, sse, text_events
 
 __all__ = ["BIG", "SCENARIOS", "Expect", "Scenario", "sse_response"]
@@ -50,6 +51,10 @@ class Scenario:
     name: str
     behaviour: Callable[[str], Behaviour]
     expect: Callable[[str], Expect]
+    # The client's idle budget. Only the stall scenarios wait for it to fire; every other scenario
+    # gets a budget a loaded CI machine cannot exhaust, so a slow loop never turns its expected
+    # failure into a TIMEOUT.
+    idle_ms: float = 10_000.0
 
 
 def _done_protocol(kind: str) -> bool:
@@ -383,9 +388,14 @@ SCENARIOS: Final[list[Scenario]] = [
     Scenario("reset-before-headers", _reset_before_headers, _const(Expect("error", "TRANSPORT"))),
     Scenario("reset-mid-body", _reset_mid_body, _const(Expect("error", "TRANSPORT"))),
     Scenario(
-        "stall-before-first-byte", _stall_before_first_byte, _const(Expect("error", "TIMEOUT"))
+        "stall-before-first-byte",
+        _stall_before_first_byte,
+        _const(Expect("error", "TIMEOUT")),
+        idle_ms=STALL_IDLE_MS,
     ),
-    Scenario("stall-mid-body", _stall_mid_body, _const(Expect("error", "TIMEOUT"))),
+    Scenario(
+        "stall-mid-body", _stall_mid_body, _const(Expect("error", "TIMEOUT")), idle_ms=STALL_IDLE_MS
+    ),
     Scenario("slow-drip-one-byte", _drip, _const(STOP)),
     *_status_scenarios(),
     Scenario(

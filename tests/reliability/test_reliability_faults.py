@@ -45,9 +45,11 @@ CLASSIFIED = frozenset(
 )
 
 
-async def collect(kind: str, url: str, timeout: float = 20.0) -> list[StreamChunk]:
+async def collect(
+    kind: str, url: str, timeout: float = 20.0, *, idle_ms: float = 10_000.0
+) -> list[StreamChunk]:
     """Drain one `rt.stream()` call (never longer than `timeout`: a hang fails the test)."""
-    target = make_runtime(kind, url)
+    target = make_runtime(kind, url, idle_ms=idle_ms)
     chunks: list[StreamChunk] = []
     async with asyncio.timeout(timeout):
         async for chunk in target.runtime.stream(target.options):
@@ -113,7 +115,7 @@ async def test_fault_scenario_ends_in_one_classified_finish(
 ) -> None:
     server.behaviour = scenario.behaviour(kind)
     before = set(asyncio.all_tasks())
-    chunks = await collect(kind, server.url)
+    chunks = await collect(kind, server.url, idle_ms=scenario.idle_ms)
     finish, text = terminal(chunks)
     check(finish, text, scenario.expect(kind))
     assert server.requests == 1, "exactly one HTTP request per stream() call"
