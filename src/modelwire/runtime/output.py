@@ -33,7 +33,7 @@ from ..vocab import (
     TextDelta,
     ToolChoiceTool,
 )
-from ..vocab.json import thaw_json
+from ..vocab.json import MAX_JSON_DEPTH, json_nesting_exceeds, thaw_json
 
 if TYPE_CHECKING:
     from jsonschema_rs import Validator
@@ -159,9 +159,13 @@ def unsupported_option(options: GenerateOptions, info: ResolvedModelInfo) -> str
 
 
 def answer_problem(output: OutputSchema, text: str) -> str | None:
-    """Why `text` is not one JSON value matching `output.schema`, or None."""
+    """Why `text` is not one JSON value matching `output.schema`, or None (one nesting past
+    `MAX_JSON_DEPTH` is refused before it is decoded)."""
+    raw = text.strip().encode("utf-8", "surrogatepass")
+    if json_nesting_exceeds(raw, MAX_JSON_DEPTH):
+        return f"the answer nests JSON deeper than {MAX_JSON_DEPTH} levels (the limit)"
     try:
-        value = _DECODE(text.strip().encode())
+        value = _DECODE(raw)
     except msgspec.DecodeError as exc:
         return f"the answer is not JSON ({str(exc)[:_MAX_DETAIL]})"
     validator = _VALIDATORS.get(output.schema)
