@@ -144,6 +144,19 @@ def shape_problem(options: GenerateOptions) -> str | None:
         for key in extra:
             if not isinstance(key, str) or not key:
                 return "provider_options keys must be non-empty strings"
+            problem = _json_problem(key) or _json_problem(extra[key])
+            if problem is not None:
+                return f"provider_options.{ascii(key)[1:-1]} {problem}"
+    return None
+
+
+def _json_problem(value: object) -> str | None:
+    """Why `value` (frozen JSON: `GenerateOptions` refused anything else) cannot be sent in a
+    UTF-8 JSON body (never quoting it), or None."""
+    try:
+        _ENCODE(thaw_json(value))
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (no UTF-8 body can carry it)"
     return None
 
 
