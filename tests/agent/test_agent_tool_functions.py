@@ -295,7 +295,7 @@ async def test_arguments_are_decoded_into_the_annotated_types() -> None:
         return "placed"
 
     made = Tool.from_function(place)
-    raw = '{"p": {"x": 1}, "box": {"width": "2.5"}, "filters": {"tag": "t"}, "scores": {"a": 1}}'
+    raw = '{"p": {"x": 1}, "box": {"width": 2.5}, "filters": {"tag": "t"}, "scores": {"a": 1}}'
     outcome = await run_tool_call(ToolCallBlock("c", "place", raw), {"place": made})
     assert not outcome.is_error
     assert seen == [Point(1, 0), Box(2.5), {"tag": "t"}, {"a": 1.0}]

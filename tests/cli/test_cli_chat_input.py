@@ -114,6 +114,11 @@ async def test_tool_offers_a_builtin_tool(tmp_path: Path) -> None:
         pytest.param(("-o", "top_p=0.9"), ("top_p", "provider options are not supported yet")),
         pytest.param(("-o", "temperature=hot"), ("temperature", "number")),
         pytest.param(("-o", "max_tokens=-3"), ("max_tokens", "positive")),
+        # issue 29: "²".isdigit() is True, yet int() refuses it (that exited 1, not 2)
+        pytest.param(("-o", "max_tokens=²"), ("max_tokens='²'", "positive whole number")),
+        pytest.param(("-o", "temperature=²"), ("temperature='²'", "number")),
+        # an argument's undecodable byte (a lone surrogate in Python) is no effort level
+        pytest.param(("-o", "reasoning_effort=lo\udcffw"), ("reasoning_effort=", "a level")),
         pytest.param(("-o", "temperature"), ("KEY=VALUE",)),
         pytest.param(("--tool", "shell"), ("'shell'", "calculator")),
         pytest.param(("-m", "deepseek:deepseek-v4-pro", "--provider", "local"), ("--provider",)),

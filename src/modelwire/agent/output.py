@@ -37,8 +37,8 @@ from ..vocab import (
     ToolSchema,
     user_message,
 )
-from ..vocab.json import JsonValue
-from .signature import TOOL_NAME, inline_schema
+from ..vocab.json import MAX_JSON_DEPTH, JsonValue, json_nesting_exceeds
+from .signature import TOOL_NAME, inline_schema, too_deep
 
 __all__ = [
     "FINAL_TOOL",
@@ -120,7 +120,10 @@ class OutputSpec:
     wrapped: bool
 
     def parse(self, raw: str) -> Verdict:
-        """Validate one JSON answer (the final tool's arguments or the answer text)."""
+        """Validate one JSON answer (the final tool's arguments or the answer text): strictly (a
+        string is never a number), and one nesting past `MAX_JSON_DEPTH` is refused unread."""
+        if json_nesting_exceeds(raw.encode("utf-8", "surrogatepass"), MAX_JSON_DEPTH):
+            return self.rejected(too_deep())
         try:
             value = self.decoder.decode(raw)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -160,7 +163,7 @@ def output_spec(output_type: object) -> OutputSpec:
                 FINAL_TOOL, [("result", output_type)], forbid_unknown_fields=True
             )
             answer = inline_schema(msgspec.json.schema(struct))
-        decoder: msgspec.json.Decoder[object] = msgspec.json.Decoder(struct, strict=False)
+        decoder: msgspec.json.Decoder[object] = msgspec.json.Decoder(struct)
     except (TypeError, ValueError) as exc:
         raise HarnessError(
             f"output_type {output_type!r} cannot be expressed as JSON Schema: "

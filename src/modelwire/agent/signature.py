@@ -3,7 +3,10 @@
 The parameters become the fields of one msgspec struct (`forbid_unknown_fields`), so
 `msgspec.json.schema` derives the schema — msgspec structs, dataclasses, TypedDicts, `Annotated`
 constraints (`msgspec.Meta`), `Literal`, optional and default parameters — and one typed decoder
-validates a call's raw JSON arguments into the annotated types (lax: `"5"` decodes as an `int`).
+validates a call's raw JSON arguments into the annotated types, strictly: a string is never a
+number or a bool (`"5"` is not an `int`, `"nan"` not a `float`; JSON itself has no NaN or
+Infinity, and a number past the float range is refused), and arguments nesting deeper than
+`MAX_JSON_DEPTH` levels are refused before the decoder recurses into them.
 Parameter texts come from the docstring (`docstrings.py`) unless an `Annotated` `Meta` already
 describes the parameter. A parameter annotated `RunContext` receives the call's context and is
 left out of the schema. Anything the schema cannot express is refused at definition time with
@@ -24,11 +27,19 @@ from typing import Annotated, Final
 import msgspec
 
 from ..errors import ErrorCode, HarnessError
-from ..vocab.json import JsonValue
+from ..vocab.json import MAX_JSON_DEPTH, JsonValue, json_nesting_exceeds
 from .context import RunContext
 from .docstrings import parse_docstring
 
-__all__ = ["TOOL_NAME", "ArgsError", "Signature", "inline_schema", "signature_of", "text_parameter"]
+__all__ = [
+    "TOOL_NAME",
+    "ArgsError",
+    "Signature",
+    "inline_schema",
+    "signature_of",
+    "text_parameter",
+    "too_deep",
+]
 
 TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 """What every provider accepts as a tool name."""
@@ -70,8 +81,11 @@ class Signature:
     def bind(self, raw: str, context: RunContext | None) -> tuple[list[object], dict[str, object]]:
         """Decode `raw` JSON arguments into the call's positional and keyword arguments.
 
-        Arguments that do not validate raise `ArgsError` naming the field and what was expected.
+        Arguments that do not validate raise `ArgsError` naming the field and what was expected
+        (or the depth limit they pass).
         """
+        if json_nesting_exceeds(raw.encode("utf-8", "surrogatepass"), MAX_JSON_DEPTH):
+            raise ArgsError(too_deep(), ErrorCode.INVALID_ARGS)
         try:
             values = self.decoder.decode(raw.strip() or "{}")
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -81,6 +95,11 @@ class Signature:
         if self.context is not None:
             kwargs[self.context] = context
         return args, kwargs
+
+
+def too_deep() -> str:
+    """The problem of arguments (or an answer) nesting past `MAX_JSON_DEPTH`."""
+    return f"the JSON nests arrays and objects deeper than {MAX_JSON_DEPTH} levels (the limit)"
 
 
 def _refuse(tool: str, text: str, cause: BaseException | None = None) -> HarnessError:
@@ -151,7 +170,7 @@ def signature_of(fn: Callable[..., object], tool: str) -> Signature:
         )
         schema = inline_schema(msgspec.json.schema(struct))
         assert schema is not None  # a struct's schema is an object definition
-        decoder: msgspec.json.Decoder[msgspec.Struct] = msgspec.json.Decoder(struct, strict=False)
+        decoder: msgspec.json.Decoder[msgspec.Struct] = msgspec.json.Decoder(struct)
     except (TypeError, ValueError) as exc:
         raise _refuse(tool, f"parameters cannot be expressed as JSON Schema: {exc}", exc) from exc
     return Signature(doc.description, schema, decoder, tuple(positional), tuple(keywords), context)

@@ -1,10 +1,17 @@
 """Running one model tool call into its tool-result message (never a crash): arguments decoded
-or refused, the tool's time limit, errors turned into error results with stable codes."""
+or refused, the tool's time limit, errors turned into error results with stable codes.
+
+A result the log could not store is never lost: a lone UTF-16 surrogate in a text (which no
+UTF-8 storage can carry) becomes U+FFFD (a valid surrogate pair stays the one character it
+encodes), and a JSON value holding one is rendered with ASCII escapes (``"\\ud800"``), exact.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import json
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -21,8 +28,9 @@ from ..vocab import (
     ToolResultBlock,
     tool_result_message,
 )
+from ..vocab.json import MAX_JSON_DEPTH, json_nesting_exceeds
 from .context import RunContext
-from .signature import ArgsError, text_parameter
+from .signature import ArgsError, text_parameter, too_deep
 from .tools import Tool
 from .wait import Sleep
 
@@ -42,24 +50,64 @@ class ToolOutcome:
     error_class: str | None = None
 
 
+def _text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD (ASCII and valid text: unchanged)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _block(block: ContentBlock) -> ContentBlock:
+    """`block` with its texts storable (see `_text`)."""
+    match block:
+        case TextBlock() | ReasoningBlock():
+            text = _text(block.text)
+            return block if text is block.text else msgspec.structs.replace(block, text=text)
+        case ToolCallBlock():
+            return ToolCallBlock(_text(block.id), _text(block.name), _text(block.arguments))
+        case ToolResultBlock():
+            content = tuple(_block(b) for b in block.content)
+            return msgspec.structs.replace(
+                block, tool_call_id=_text(block.tool_call_id), content=content
+            )
+        case ImageBlock():
+            return block
+        case _:
+            typing.assert_never(block)
+
+
+def _json_text(value: object) -> str:
+    """`value` as compact JSON text; one holding a lone surrogate with ASCII escapes."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except UnicodeEncodeError:
+        builtins = msgspec.to_builtins(value)
+        return json.dumps(builtins, ensure_ascii=True, separators=(",", ":"))
+
+
 def _content_of(value: object) -> tuple[ContentBlock, ...]:
     if isinstance(value, str):
-        return (TextBlock(value),)
+        return (TextBlock(_text(value)),)
     if isinstance(value, _BLOCK_TYPES):
-        return (value,)
+        return (_block(value),)
     if (
         isinstance(value, (list, tuple))
         and value
         and all(isinstance(v, _BLOCK_TYPES) for v in value)
     ):
-        return tuple(value)
+        return tuple(_block(v) for v in value)
     if value is None:
         return ()
-    return (TextBlock(msgspec.json.encode(value).decode()),)
+    return (TextBlock(_json_text(value)),)
 
 
 def _error(call: ToolCallBlock, code: str, text: str, kind: str | None = None) -> ToolOutcome:
-    return ToolOutcome(tool_result_message(call.id, text, is_error=True), True, code, kind)
+    message = tool_result_message(call.id, _text(text), is_error=True)
+    return ToolOutcome(message, True, code, kind)
 
 
 class _TimedOut(Exception):
@@ -88,6 +136,8 @@ def _invocation(
                 "arguments that match its parameters schema",
             )
         return lambda: tool.fn(*args, **kwargs)
+    if json_nesting_exceeds(call.arguments.encode("utf-8", "surrogatepass"), MAX_JSON_DEPTH):
+        return _error(call, ErrorCode.INVALID_ARGS, f"tool {call.name!r}: arguments: {too_deep()}")
     try:
         parsed = msgspec.json.decode(call.arguments) if call.arguments.strip() else {}
     except msgspec.DecodeError as exc:

@@ -74,12 +74,21 @@ def _value(key: str, raw: str) -> object:
             fail(f"-o temperature={raw!r}: expected a number >= 0 (e.g. 0.2)")
         return number
     if key == "max_tokens":
-        if not raw.isdigit() or int(raw) <= 0:
+        if not (raw.isascii() and raw.isdigit()) or int(raw) <= 0:  # "²".isdigit() is True
             fail(f"-o max_tokens={raw!r}: expected a positive whole number (e.g. 1024)")
         return int(raw)
-    if not raw:
-        fail("-o reasoning_effort=: expected a level such as low, medium or high")
+    if not raw or not raw.isprintable() or not _is_text(raw):
+        fail(f"-o reasoning_effort={raw!r}: expected a level such as low, medium or high")
     return raw
+
+
+def _is_text(raw: str) -> bool:
+    """False for text no request can carry: a lone surrogate (an argument's undecodable byte)."""
+    try:
+        raw.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def read_stdin_prompt(stream: BinaryIO | None = None) -> str | None:

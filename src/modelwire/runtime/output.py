@@ -33,7 +33,7 @@ from ..vocab import (
     TextDelta,
     ToolChoiceTool,
 )
-from ..vocab.json import thaw_json
+from ..vocab.json import MAX_JSON_DEPTH, json_nesting_exceeds, thaw_json
 
 if TYPE_CHECKING:
     from jsonschema_rs import Validator
@@ -144,6 +144,19 @@ def shape_problem(options: GenerateOptions) -> str | None:
         for key in extra:
             if not isinstance(key, str) or not key:
                 return "provider_options keys must be non-empty strings"
+            problem = _json_problem(key) or _json_problem(extra[key])
+            if problem is not None:
+                return f"provider_options.{ascii(key)[1:-1]} {problem}"
+    return None
+
+
+def _json_problem(value: object) -> str | None:
+    """Why `value` (frozen JSON: `GenerateOptions` refused anything else) cannot be sent in a
+    UTF-8 JSON body (never quoting it), or None."""
+    try:
+        _ENCODE(thaw_json(value))
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (no UTF-8 body can carry it)"
     return None
 
 
@@ -159,9 +172,13 @@ def unsupported_option(options: GenerateOptions, info: ResolvedModelInfo) -> str
 
 
 def answer_problem(output: OutputSchema, text: str) -> str | None:
-    """Why `text` is not one JSON value matching `output.schema`, or None."""
+    """Why `text` is not one JSON value matching `output.schema`, or None (one nesting past
+    `MAX_JSON_DEPTH` is refused before it is decoded)."""
+    raw = text.strip().encode("utf-8", "surrogatepass")
+    if json_nesting_exceeds(raw, MAX_JSON_DEPTH):
+        return f"the answer nests JSON deeper than {MAX_JSON_DEPTH} levels (the limit)"
     try:
-        value = _DECODE(text.strip().encode())
+        value = _DECODE(raw)
     except msgspec.DecodeError as exc:
         return f"the answer is not JSON ({str(exc)[:_MAX_DETAIL]})"
     validator = _VALIDATORS.get(output.schema)

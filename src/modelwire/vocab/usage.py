@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Annotated, TypeAlias
+
 import msgspec
 
-__all__ = ["LlmFailure", "TokenUsage"]
+__all__ = ["LlmFailure", "TokenCount", "TokenUsage"]
+
+TokenCount: TypeAlias = Annotated[int, msgspec.Meta(ge=0)]
+"""A token count as a provider reports it: a negative one does not decode (issue 29: the adapters'
+usage structs use it, so a negative count is a malformed event, never a budget going backwards)."""
 
 
 class TokenUsage(msgspec.Struct, frozen=True, omit_defaults=True, gc=False):

@@ -4,10 +4,13 @@
 the same translator an SSE stream feeds, through `MessageFramer`.
 
 Failures match the HTTP path: a refused upgrade is the status's code (`failure_for_status`),
-a dropped connection ``TRANSPORT``, a frame that is not text ``MALFORMED_RESPONSE``; a socket
+a dropped connection ``TRANSPORT``, a frame that is not text ``MALFORMED_RESPONSE``, and so is a
+message over `MAX_EVENT_BYTES` (the SSE event cap; a size failure naming the limit, refused from
+its frame header before it is buffered, and not retried by default); a socket
 closed before the response completed ends the reads, so the translator reports the truncated
 stream exactly as it does for a body cut short. The idle watchdog and the call deadlines guard
-the upgrade and every receive.
+the upgrade and every receive. The call returns as soon as the translator has the completed
+response: the socket is closed without waiting for the server's close handshake.
 """
 
 from __future__ import annotations
@@ -107,9 +110,9 @@ async def responses_websocket(
             except LlmError:
                 raise
             except MessageTooLarge as exc:
-                raise LlmError(
-                    f"{provider} WebSocket from {endpoint} sent a message over "
-                    f"{MAX_EVENT_BYTES} bytes",
+                raise LlmError(  # a size failure, not a network one: never retried
+                    f"{provider} WebSocket from {endpoint} sent a message larger than the "
+                    f"{MAX_EVENT_BYTES}-byte limit",
                     ErrorCode.MALFORMED_RESPONSE,
                     cause=exc,
                 ) from exc

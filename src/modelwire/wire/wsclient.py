@@ -78,13 +78,24 @@ def frame(opcode: int, payload: bytes) -> bytes:
 class H1WebSocket:
     """An open client WebSocket (see the module docstring)."""
 
-    __slots__ = ("_buffer", "_closed", "_conn", "_fragments", "_pool", "max_message_bytes")
+    __slots__ = (
+        "_buffer",
+        "_closed",
+        "_conn",
+        "_fragments",
+        "_pending",
+        "_pool",
+        "max_message_bytes",
+    )
 
     def __init__(self, pool: Pool, conn: Connection, rest: bytes, max_message_bytes: int) -> None:
         self._pool = pool
         self._conn = conn
-        self._buffer = rest
+        # A bytearray: appending a read and deleting a consumed frame from its front are both
+        # amortised O(1) in CPython, so a read holding thousands of frames is parsed linearly.
+        self._buffer = bytearray(rest)
         self._fragments: list[bytes] = []
+        self._pending = 0  # the bytes of `_fragments` (a running total, never re-summed)
         self._closed = False
         self.max_message_bytes = max_message_bytes
 
@@ -108,14 +119,18 @@ class H1WebSocket:
             if len(buf) < 10:
                 return None
             size, pos = struct.unpack_from("!Q", buf, 2)[0], 10
-        if size + sum(map(len, self._fragments)) > self.max_message_bytes:
+        if opcode >= _CLOSE and size > 125:  # RFC 6455 §5.5: control frames are short
+            raise WireError("the server sent a WebSocket control frame over 125 bytes")
+        if size + self._pending > self.max_message_bytes:
             raise MessageTooLarge(
-                f"the server sent a WebSocket message over {self.max_message_bytes} bytes"
+                f"the server sent a WebSocket message over {self.max_message_bytes} bytes "
+                "(the limit)"
             )
         if len(buf) < pos + size:
             return None
-        self._buffer = buf[pos + size :]
-        return fin, opcode, buf[pos : pos + size]
+        payload = bytes(buf[pos : pos + size])
+        del buf[: pos + size]
+        return fin, opcode, payload
 
     async def receive(self) -> bytes | None:
         conn = self._conn
@@ -152,9 +167,10 @@ class H1WebSocket:
         if opcode not in (_TEXT, _CONTINUATION):
             raise WireError(f"the server sent an unknown WebSocket opcode {opcode}")
         self._fragments.append(payload)
+        self._pending += len(payload)
         if not fin:
             return None
-        parts, self._fragments = self._fragments, []
+        parts, self._fragments, self._pending = self._fragments, [], 0
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     async def aclose(self) -> None:

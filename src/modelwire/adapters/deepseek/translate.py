@@ -47,6 +47,7 @@ from ...vocab import (
     ToolCalls,
     UsageChunk,
 )
+from ...vocab.usage import TokenCount
 from ...wire.sse import SseEvent
 from ...wire.status import http_error_code, redact_failure, redact_secrets
 
@@ -80,20 +81,20 @@ class _Choice(msgspec.Struct, gc=False):
 
 
 class _PromptDetails(msgspec.Struct, gc=False):
-    cached_tokens: int | None = None
+    cached_tokens: TokenCount | None = None
 
 
 class _CompletionDetails(msgspec.Struct, gc=False):
-    reasoning_tokens: int | None = None
+    reasoning_tokens: TokenCount | None = None
 
 
 class _Usage(msgspec.Struct, gc=False):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    prompt_cache_hit_tokens: int | None = None
+    prompt_tokens: TokenCount = 0
+    completion_tokens: TokenCount = 0
+    prompt_cache_hit_tokens: TokenCount | None = None
     prompt_tokens_details: _PromptDetails | None = None
     completion_tokens_details: _CompletionDetails | None = None
-    reasoning_tokens: int | None = None  # non-standard top-level field of some hosts
+    reasoning_tokens: TokenCount | None = None  # non-standard top-level field of some hosts
 
 
 class _StreamError(msgspec.Struct, gc=False):

@@ -26,6 +26,7 @@ from ...vocab import (
     ToolResultBlock,
     ToolSchema,
 )
+from ...vocab.json import MAX_JSON_DEPTH, json_nesting_exceeds
 
 __all__ = [
     "FOREIGN_API",
@@ -140,8 +141,9 @@ def strip_surrogates(text: str) -> str:
 
 
 def parse_arguments(raw: str) -> dict[str, object]:
-    """Parse tool-call arguments; malformed or non-object JSON becomes `{}`."""
-    if not raw:
+    """Parse tool-call arguments; malformed or non-object JSON becomes `{}`, and so do arguments
+    nesting past `MAX_JSON_DEPTH` (the tool refused them already; never decoded)."""
+    if not raw or json_nesting_exceeds(raw.encode("utf-8", "surrogatepass"), MAX_JSON_DEPTH):
         return {}
     try:
         return msgspec.json.decode(raw, type=dict[str, object])

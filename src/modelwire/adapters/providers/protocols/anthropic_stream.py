@@ -20,6 +20,7 @@ import msgspec
 
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
+from ....vocab.usage import TokenCount
 from ....wire.sse import SseEvent
 from .common import (
     BlockRecord,
@@ -37,14 +38,14 @@ REDACTED_THINKING_TEXT: Final = "[Reasoning redacted]"
 
 
 class _OutDetails(msgspec.Struct, gc=False):
-    thinking_tokens: int | None = None
+    thinking_tokens: TokenCount | None = None
 
 
 class _Usage(msgspec.Struct, gc=False):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
+    input_tokens: TokenCount | None = None
+    output_tokens: TokenCount | None = None
+    cache_read_input_tokens: TokenCount | None = None
+    cache_creation_input_tokens: TokenCount | None = None
     output_tokens_details: _OutDetails | None = None
 
 

@@ -31,6 +31,7 @@ import msgspec
 
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
+from ....vocab.usage import TokenCount
 from ....wire.sse import SseEvent
 from .anthropic_stream import REDACTED_THINKING_TEXT
 from .common import (
@@ -74,10 +75,10 @@ class _Delta(msgspec.Struct, gc=False, rename="camel"):
 
 
 class _Usage(msgspec.Struct, gc=False, rename="camel"):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_write_input_tokens: int | None = None
+    input_tokens: TokenCount | None = None
+    output_tokens: TokenCount | None = None
+    cache_read_input_tokens: TokenCount | None = None
+    cache_write_input_tokens: TokenCount | None = None
 
 
 class _Event(msgspec.Struct, gc=False, rename="camel"):

@@ -16,6 +16,7 @@ import msgspec
 
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
+from ....vocab.usage import TokenCount
 from ....wire.sse import SseEvent
 from .common import (
     BlockRecord,
@@ -76,18 +77,18 @@ class _Delta(msgspec.Struct, gc=False):
 
 
 class _PromptDetails(msgspec.Struct, gc=False):
-    cached_tokens: int | None = None
-    cache_write_tokens: int | None = None
+    cached_tokens: TokenCount | None = None
+    cache_write_tokens: TokenCount | None = None
 
 
 class _OutputDetails(msgspec.Struct, gc=False):
-    reasoning_tokens: int | None = None
+    reasoning_tokens: TokenCount | None = None
 
 
 class _Usage(msgspec.Struct, gc=False):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    prompt_cache_hit_tokens: int | None = None
+    prompt_tokens: TokenCount | None = None
+    completion_tokens: TokenCount | None = None
+    prompt_cache_hit_tokens: TokenCount | None = None
     prompt_tokens_details: _PromptDetails | None = None
     completion_tokens_details: _OutputDetails | None = None
 

@@ -1,20 +1,29 @@
 """The Gemini ``streamGenerateContent`` request body as msgspec structs (`google-generative-ai`).
 
-Field names are the wire's own camelCase keys (so `finish_body` refuses a `provider_options` key
-the body already writes), field order is the JSON key order and UNSET fields are omitted. A
+Field names are the wire's own camelCase keys, field order is the JSON key order and UNSET fields are omitted. A
 `Content` holds one role's parts; a part is one of text (a thought summary when ``thought``),
 inline image data, a function call or a function response, each with the ``thoughtSignature``
 the model attached to it where replay sends one back.
+
+Gemini reads its JSON by the protobuf mapping, which takes a field by its camelCase name or its
+proto (snake_case) name alike: `OWNED_FIELDS` holds both spellings of every field the body
+writes (`generationConfig` and `generation_config`), so `provider_options` cannot override one
+by the other spelling, and `one_spelling` refuses two `provider_options` keys naming one field.
 """
 
 from __future__ import annotations
 
-from typing import TypeAlias
+import re
+from collections.abc import Iterable
+from typing import Final, TypeAlias
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ....errors import ErrorCode, LlmError
+
 __all__ = [
+    "OWNED_FIELDS",
     "Body",
     "Content",
     "FunctionCall",
@@ -32,6 +41,7 @@ __all__ = [
     "ThinkingConfig",
     "ToolConfig",
     "Tools",
+    "one_spelling",
 ]
 
 
@@ -158,3 +168,31 @@ class Body(msgspec.Struct, kw_only=True):
     tools: list[Tools] | UnsetType = UNSET
     toolConfig: ToolConfig | UnsetType = UNSET
     generationConfig: GenerationConfig
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _camel(name: str) -> str:
+    return re.sub(r"_+([a-z0-9])", lambda m: m.group(1).upper(), name)
+
+
+OWNED_FIELDS: Final = frozenset(
+    {*Body.__struct_fields__, *(_snake(name) for name in Body.__struct_fields__)}
+)
+"""The top-level fields the body writes, in both spellings Gemini reads (see the docstring)."""
+
+
+def one_spelling(keys: Iterable[str], route: str) -> None:
+    """`INVALID_OPTION` when two `provider_options` keys are one Gemini field
+    (``safetySettings`` and ``safety_settings``)."""
+    seen: dict[str, str] = {}
+    for key in keys:
+        other = seen.setdefault(_camel(key), key)
+        if other != key:
+            raise LlmError(
+                f'route "{route}": provider_options.{other} and provider_options.{key} are the '
+                "same Gemini field; give it once",
+                ErrorCode.INVALID_OPTION,
+            )

@@ -23,11 +23,13 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
+import msgspec
 from msgspec import UNSET, UnsetType
 
 from ....errors import ErrorCode, LlmError
 from ....never import assert_never
 from ....vocab import StructuredOutputSupport
+from ...shape import merge_provider_options
 from ..context import (
     NAssistant,
     NContext,
@@ -41,6 +43,7 @@ from ..context import (
 )
 from ..materialize import ModelDescriptor
 from .google_body import (
+    OWNED_FIELDS,
     Body,
     Content,
     FunctionCall,
@@ -58,9 +61,10 @@ from .google_body import (
     ThinkingConfig,
     ToolConfig,
     Tools,
+    one_spelling,
 )
 from .google_stream import GoogleTranslator
-from .request import BuiltRequest, RequestOptions, finish_body, join_url, safe_tool_id
+from .request import BuiltRequest, RequestOptions, join_url, safe_tool_id
 from .spec import WireProtocol
 from .transform import kept_parts, output_cap, prepare_messages
 
@@ -306,8 +310,17 @@ def build_google_request(
     return BuiltRequest(
         url=join_url(model.base_url, f"/{resource}:streamGenerateContent?alt=sse"),
         headers={"Accept": "text/event-stream"},
-        body=finish_body(body, options, model.provider),
+        body=_finish(body, options, model.provider),
     )
+
+
+def _finish(body: Body, options: RequestOptions, route: str) -> bytes:
+    """The encoded body with `options.provider_options` appended: a key naming a field the body
+    writes, in either spelling, is refused, and so are two keys naming one field."""
+    extra = options.provider_options
+    if extra:
+        one_spelling(extra, route)
+    return merge_provider_options(msgspec.json.encode(body), OWNED_FIELDS, extra, route)
 
 
 def google_structured_output(model: ModelDescriptor) -> StructuredOutputSupport:

@@ -4,7 +4,8 @@ Every event is one ``GenerateContentResponse`` (no ``event:`` names, no ``[DONE]
 is complete after the event whose candidate 0 carries ``finishReason``. Only candidate 0 is read.
 Consecutive text parts of one kind share a block (``thought: true`` parts are reasoning, the
 others text); a ``functionCall`` part closes it and is a tool-call block of its own, whose
-arguments are the compact JSON of the ``args`` object Gemini sends whole (Vertex's streamed
+arguments are the compact JSON of the ``args`` object Gemini sends whole (absent or null: ``{}``;
+any other non-object is `MALFORMED_RESPONSE`, never a silent ``{}``; Vertex's streamed
 ``partialArgs`` are assembled by `google_args` until the empty ``functionCall: {}`` that closes
 the call). A call without an id (Gemini 2.x sends none) gets one minted from the response id and
 its position, stable and unique within the response; an id Gemini sent is kept. Each block keeps
@@ -18,7 +19,8 @@ model); an unknown kind is reported, never an error. ``groundingMetadata`` is no
 server tools' prompts are in ``toolUsePromptTokenCount``, which no bucket counts).
 
 Usage is the last ``usageMetadata``: input = prompt - cached, cache read = cached, output =
-candidates + thoughts (``candidatesTokenCount`` excludes thinking), reasoning = thoughts.
+candidates + thoughts (``candidatesTokenCount`` excludes thinking), reasoning = thoughts. A
+negative count does not decode (`TokenCount`): the event is `MALFORMED_RESPONSE`.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import msgspec
 
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
+from ....vocab.usage import TokenCount
 from ....wire.google_errors import google_status_code
 from ....wire.sse import SseEvent
 from .common import BlockRecord, ResponseRecord, end_stream, malformed_event
@@ -92,11 +95,11 @@ class _Candidate(msgspec.Struct, gc=False):
 
 
 class _Usage(msgspec.Struct, gc=False):
-    promptTokenCount: int | None = None
-    cachedContentTokenCount: int | None = None
-    candidatesTokenCount: int | None = None
-    thoughtsTokenCount: int | None = None
-    toolUsePromptTokenCount: int | None = None
+    promptTokenCount: TokenCount | None = None
+    cachedContentTokenCount: TokenCount | None = None
+    candidatesTokenCount: TokenCount | None = None
+    thoughtsTokenCount: TokenCount | None = None
+    toolUsePromptTokenCount: TokenCount | None = None
 
 
 class _Feedback(msgspec.Struct, gc=False):
@@ -129,11 +132,14 @@ _SERVER_PARTS: Final = frozenset(
 _NOT_KINDS: Final = frozenset({"thought", "thoughtSignature"})
 
 
-def _compact(raw: msgspec.Raw) -> str:
-    """The compact JSON of a whole ``args`` object (`{}` when absent or not an object)."""
+def _compact(raw: msgspec.Raw) -> str | None:
+    """The compact JSON of a whole ``args`` object (`{}` when absent or null; None when it is
+    not an object: an array, a string, a number is no arguments object, never read as `{}`)."""
     data = bytes(raw).strip()
-    if not data.startswith(b"{"):
+    if not data or data == b"null":
         return "{}"
+    if not data.startswith(b"{"):
+        return None
     return _FORMAT(data, indent=-1).decode()
 
 
@@ -287,7 +293,15 @@ class GoogleTranslator:
             if not call.willContinue:
                 self._close_streaming(out)
             return
-        block = self._record.open_tool_call(call_id, name, out, _compact(call.args))
+        arguments = _compact(call.args)
+        if arguments is None:
+            kind = bytes(call.args).lstrip()[:1].decode("latin-1")
+            raise malformed_event(
+                self._record,
+                "Gemini",
+                ValueError(f"functionCall {name!r}: args is not an object (starts {kind!r})"),
+            )
+        block = self._record.open_tool_call(call_id, name, out, arguments)
         block.signature = signature or None
         block.close(out)
 

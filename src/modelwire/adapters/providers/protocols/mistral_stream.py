@@ -20,6 +20,7 @@ import msgspec
 
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
+from ....vocab.usage import TokenCount
 from ....wire.sse import SseEvent
 from .common import (
     BlockRecord,
@@ -76,14 +77,14 @@ class _RawChunk(msgspec.Struct, gc=False):
 
 
 class _PromptDetails(msgspec.Struct, gc=False):
-    cached_tokens: int | None = None
+    cached_tokens: TokenCount | None = None
 
 
 class _Usage(msgspec.Struct, gc=False):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
+    prompt_tokens: TokenCount | None = None
+    completion_tokens: TokenCount | None = None
     prompt_tokens_details: _PromptDetails | None = None
-    num_cached_tokens: int | None = None
+    num_cached_tokens: TokenCount | None = None
 
 
 class _Choice(msgspec.Struct, gc=False):

@@ -24,6 +24,7 @@ import msgspec
 
 from ....errors import ErrorCode, LlmError
 from ....vocab import ReasoningBlock, StreamChunk, TextBlock, ToolCallBlock
+from ....vocab.usage import TokenCount
 from ....wire.sse import SseEvent
 from .common import BlockRecord, ResponseRecord, end_stream, malformed_event
 from .responses_items import CALL_TYPES, ITEM_KINDS, KEPT_ITEMS, QUIET_EVENTS, SERVER_EVENTS
@@ -59,17 +60,17 @@ class _Item(msgspec.Struct, gc=False):
 
 
 class _InDetails(msgspec.Struct, gc=False):
-    cached_tokens: int | None = None
-    cache_write_tokens: int | None = None
+    cached_tokens: TokenCount | None = None
+    cache_write_tokens: TokenCount | None = None
 
 
 class _OutDetails(msgspec.Struct, gc=False):
-    reasoning_tokens: int | None = None
+    reasoning_tokens: TokenCount | None = None
 
 
 class _Usage(msgspec.Struct, gc=False):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    input_tokens: TokenCount | None = None
+    output_tokens: TokenCount | None = None
     input_tokens_details: _InDetails | None = None
     output_tokens_details: _OutDetails | None = None
 
