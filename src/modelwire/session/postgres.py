@@ -171,14 +171,20 @@ class PostgresLog(GroupCommitLog):
 
     async def _connect(self) -> None:
         psycopg = self._pg
+        # the driver's own text quotes the URL, password and all: the failure carries a scrubbed
+        # summary of it and is raised outside the handler, so no `__cause__` or `__context__`
+        # holds the driver's exception (a traceback would print it)
+        failure: HarnessError | None = None
         try:
             conn = await psycopg.AsyncConnection.connect(
                 self._url, autocommit=True, connect_timeout=max(1, int(self._connect_timeout_s))
             )
         except psycopg.Error as exc:
-            raise self._storage_error(exc, "connect") from None
+            failure = self._storage_error(exc, "connect")
         except ValueError as exc:  # a malformed URL
-            raise self._storage_error(exc, "parse the URL") from None
+            failure = self._storage_error(exc, "parse the URL")
+        if failure is not None:
+            raise failure
         self._conn = conn
         # batch commits are relaxed; a durable commit says `SET LOCAL synchronous_commit = on`
         await conn.execute("SET synchronous_commit = off")
@@ -206,10 +212,13 @@ class PostgresLog(GroupCommitLog):
 
     async def _ensure_schema(self) -> None:
         conn = await self._db()
+        failure: HarnessError | None = None
         try:
             version = await ensure_schema(conn, LOCK_NAMESPACE)
         except self._pg.Error as exc:
-            raise self._storage_error(exc, "create or check the schema") from None
+            failure = self._storage_error(exc, "create or check the schema")
+        if failure is not None:
+            raise failure  # outside the handler: no driver text in the chain (see `_connect`)
         if version != SCHEMA_VERSION:
             found = "none" if version is None else repr(version)
             raise HarnessError(
