@@ -171,9 +171,7 @@ class PostgresLog(GroupCommitLog):
 
     async def _connect(self) -> None:
         psycopg = self._pg
-        # the driver's own text quotes the URL, password and all: the failure carries a scrubbed
-        # summary of it and is raised outside the handler, so no `__cause__` or `__context__`
-        # holds the driver's exception (a traceback would print it)
+        # the driver quotes the URL, password and all: no __cause__/__context__ may hold its error
         failure: HarnessError | None = None
         try:
             conn = await psycopg.AsyncConnection.connect(
@@ -212,13 +210,10 @@ class PostgresLog(GroupCommitLog):
 
     async def _ensure_schema(self) -> None:
         conn = await self._db()
-        failure: HarnessError | None = None
         try:
             version = await ensure_schema(conn, LOCK_NAMESPACE)
         except self._pg.Error as exc:
-            failure = self._storage_error(exc, "create or check the schema")
-        if failure is not None:
-            raise failure  # outside the handler: no driver text in the chain (see `_connect`)
+            raise self._storage_error(exc, "create or check the schema") from None
         if version != SCHEMA_VERSION:
             found = "none" if version is None else repr(version)
             raise HarnessError(
