@@ -124,6 +124,52 @@ def test_a_config_file_holding_a_key_that_others_can_read_warns_once(
     assert "warning" not in run_cli("providers", "--config", str(config)).err
 
 
+async def test_chat_with_a_key_in_a_config_others_can_read_warns_once_per_file(
+    tmp_path: Path,
+) -> None:
+    async with DemoServer((ANSWER, ANSWER), api_key="sk-literal-0123") as server:
+        config = tmp_path / "c.toml"
+        config.write_text(
+            f'[deepseek]\nbase_url = "{server.base_url}"\napi_key = "sk-literal-0123"\n',
+            encoding="utf-8",
+        )
+        os.chmod(config, 0o640)  # group-readable is readable by others too
+        args = ["chat", "hi", "--config", str(config)]
+        result = await run_cli_async(tmp_path, args)
+        os.chmod(config, 0o600)
+        private = await run_cli_async(tmp_path, args)
+    assert (result.code, result.out.strip()) == (0, "Olá!"), result.err
+    warnings = [line for line in result.err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {config} holds an API key but has mode 0640, so other users can read it: "
+        f"run `chmod 600 {config}` (used anyway)"
+    ]
+    assert "sk-literal" not in result.err + result.out
+    assert (private.code, private.out.strip()) == (0, "Olá!"), private.err
+    assert "warning" not in private.err
+
+
+def test_a_credential_header_in_a_config_others_can_read_warns_too(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    config = tmp_path / "c.toml"
+    route = (
+        '[providers.gw]\napi = "openai-completions"\nbase_url = "http://127.0.0.1:9/v1"\n'
+        'models = [{ id = "m" }]\n'
+    )
+    for headers, warned in (
+        ('{ "X-Gateway-Token" = "gw-literal-0123" }', True),
+        ('{ Authorization = "Bearer gw-literal-0123" }', True),
+        ('{ "X-Title" = "my app" }', False),
+    ):
+        config.write_text(f"{route}headers = {headers}\n", encoding="utf-8")
+        os.chmod(config, 0o644)
+        result = run_cli("providers", "--config", str(config))
+        assert result.code == 0, result.err
+        assert result.err.count("warning:") == (1 if warned else 0), (headers, result.err)
+        assert "gw-literal" not in result.err + result.out
+
+
 def test_json_usage_errors_are_a_json_object_on_stdout(run_cli: RunCli) -> None:
     cases = [
         (["chat", "--json", "-o", "temperature=hot", "hi"], "INVALID_ARGS", "temperature"),

@@ -31,11 +31,12 @@ from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.agent import Agent
 from modelwire.cli.config import load_config
 from modelwire.cli.routes import build_routes
-from modelwire.errors import HarnessError, LlmError, error_chain
+from modelwire.errors import ErrorCode, HarnessError, LlmError, error_chain
 from modelwire.runtime import LlmRuntime
 from modelwire.session import open_log
 from modelwire.session.export import export_session
 from modelwire.vocab import Error, Finish, GenerateOptions, ModelDiscoveryRequest, user_message
+from modelwire.workers import TurnQueue
 
 KEY = f"canaryKEY{secrets.token_hex(12)}"
 GATEWAY = f"canaryGW{secrets.token_hex(10)}"
@@ -202,16 +203,35 @@ def _log_urls(tmp: Path) -> list[str]:
     ]
 
 
+def _links(err: BaseException) -> list[BaseException]:
+    """`err` and every exception its `__cause__` / `__context__` reach, suppressed or not."""
+    found: list[BaseException] = []
+    todo: list[BaseException | None] = [err]
+    while todo:
+        link = todo.pop()
+        if link is not None and all(link is not seen for seen in found):
+            found.append(link)
+            todo += [link.__cause__, link.__context__]
+    return found
+
+
 async def test_canary_password_never_leaks_from_a_log_url(tmp_path: Path) -> None:
     for url in _log_urls(tmp_path):
-        with pytest.raises(HarnessError) as info:
-            await open_log(url)
-        _scan_error(info.value, "open_log()")
-    results = await asyncio.gather(
-        *(_cli(tmp_path, "sessions", "list", "--log", url) for url in _log_urls(tmp_path))
-    )
-    for code, text in results:
-        assert code != 0 and "error:" in text, text
+        for opening in (open_log, TurnQueue.open):
+            with pytest.raises(HarnessError) as info:
+                await opening(url)
+            assert info.value.code == ErrorCode.LOG_UNAVAILABLE, url
+            for link in _links(info.value):  # a traceback prints the whole chain
+                _scan_error(link, f"the cause chain of {opening.__qualname__}()")
+                assert_clean(repr(link.args), f"the cause chain of {opening.__qualname__}()")
+    runs = []
+    for url in _log_urls(tmp_path):
+        runs.append(_cli(tmp_path, "sessions", "list", "--log", url))
+        if url.startswith("postgresql:"):  # the driver quotes these: tracebacks too
+            runs.append(_cli(tmp_path, "sessions", "list", "--debug", "--log", url))
+            runs.append(_cli(tmp_path, "queue", "status", "--debug", "--log", url))
+    for code, text in await asyncio.gather(*runs):
+        assert code != 0 and ("error:" in text or "Traceback" in text), text
 
 
 def test_reprs_never_show_a_key_or_an_environment(tmp_path: Path) -> None:

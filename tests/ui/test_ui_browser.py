@@ -25,7 +25,7 @@ from ui_logs import XSS_USER, FakeClock, Pause, Sessions, build_sessions, rig_fo
 from modelwire.meter import TokenMeter
 from modelwire.session import MemoryLog, UserMessage, open_log
 from modelwire.ui import UiServer, serve
-from modelwire.vocab import BlockStart, TextDelta, user_message
+from modelwire.vocab import BlockEnd, BlockStart, Finish, Stop, TextBlock, TextDelta, user_message
 
 HOSTILE_ID = '<img src=x onerror="window.__pwned = 7">'
 BOUND = 15.0
@@ -276,3 +276,38 @@ async def test_the_demo_sessions_cost_shows_in_the_list_and_on_its_page(tmp_path
             await server.close()
     finally:
         await log.close()
+
+
+STOP = Finish(Stop())
+NESTED = {
+    "one line": "> " * 50_000 + "the bottom",
+    "a line per level": "\n".join(">" * depth + f" level {depth}" for depth in range(1, 450)),
+    "a list per level": "\n".join("  " * depth + f"- item {depth}" for depth in range(300)),
+    "emphasis": "*_" * 1000 + "core" + "_*" * 1000,
+}
+
+
+async def test_deeply_nested_markdown_renders_with_its_nesting_capped(scene: Scene) -> None:
+    rig = rig_for(scene.log, scene.clock)
+    agent = rig.agent()
+    for name, answer in NESTED.items():
+        rig.adapter.scripts.append(  # one delta: the answer's size is the point, not its pace
+            [BlockStart(0, "text"), TextDelta(0, answer), BlockEnd(0, TextBlock(answer)), STOP]
+        )
+        result = await agent.run_turn("nested", f"nest {name}")
+        assert result.reason.kind == "completed", name
+    assert len(NESTED["one line"]) >= 100_000
+    await scene.open("/session?id=nested")
+    page = scene.page
+    await page.wait_for("document.querySelectorAll('#transcript .msg').length >= 8", timeout=BOUND)
+    assert await scene.count("#error:not([hidden])") == 0
+    depth = """(() => { let most = 0;
+        for (const node of document.querySelectorAll('#transcript *')) {
+          let d = 0; for (let n = node; n; n = n.parentElement) d++; most = Math.max(most, d); }
+        return most; })()"""
+    assert int(await page.evaluate(depth)) < 80  # capped: the DOM is not 50,000 levels deep
+    shown = await scene.text("#transcript")
+    for needle in ("the bottom", "level 449", "item 299", "core"):
+        assert needle in shown, needle  # nothing past the cap is lost: it shows as text
+    assert await scene.count("#transcript blockquote") >= 8
+    await scene.shot("session-deeply-nested")

@@ -87,3 +87,66 @@ async def test_a_busy_port_is_a_one_line_error() -> None:
     assert process.returncode == 2
     text = err.decode()
     assert f"cannot listen on 127.0.0.1:{port}" in text and len(text.strip().splitlines()) == 1
+
+
+async def _status(port: int, host: str) -> int:
+    async with aiohttp.ClientSession() as http:
+        url = f"http://127.0.0.1:{port}/api/sessions"
+        async with http.get(url, headers={"Host": host}) as response:
+            return response.status
+
+
+async def test_a_remote_server_keeps_the_host_check_and_answers_only_the_allowed_names() -> None:
+    process = await start(
+        "--log",
+        "memory:",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "0",
+        "--allow-remote",
+        "--allowed-host",
+        "Inspector.Example.",
+        "--allowed-host",
+        "ops.internal",
+    )
+    assert process.stdout is not None
+    try:
+        lines: list[str] = []
+        async with asyncio.timeout(30):
+            while not (lines and lines[-1].startswith("http://")):
+                lines.append((await process.stdout.readline()).decode().strip())
+        port = int(lines[-1].rstrip("/").rsplit(":", 1)[1])
+        # DNS rebinding: a page of evil.example resolving its name to this server's address
+        for foreign in ("evil.example", f"evil.example:{port}", "inspector.example.evil.example"):
+            assert await _status(port, foreign) == 421, foreign
+        for known in (
+            f"inspector.example:{port}",
+            "INSPECTOR.example.",
+            "ops.internal",
+            f"127.0.0.1:{port}",
+            f"localhost:{port}",
+            f"10.1.2.3:{port}",  # an address: only a page loaded from that address sends it
+        ):
+            assert await _status(port, known) == 200, known
+    finally:
+        process.send_signal(signal.SIGINT)
+        async with asyncio.timeout(30):
+            await process.wait()
+
+
+async def test_an_allowed_host_that_is_no_host_name_is_a_usage_error() -> None:
+    for bad in ("*.example", "host:8765", "a/b", "", "ex ample"):
+        process = await start("--log", "memory:", "--allowed-host", bad)
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+        assert process.returncode == 2, bad
+        assert "--allowed-host" in err.decode() and "Traceback" not in err.decode(), bad
+
+
+async def test_a_loopback_server_answers_an_allowed_name_but_no_address() -> None:
+    from modelwire.ui import serve
+
+    async with await serve("memory:", allowed_hosts=["box.lan"]) as server:
+        assert await _status(server.port, "box.lan") == 200
+        assert await _status(server.port, f"10.1.2.3:{server.port}") == 421
+        assert await _status(server.port, "evil.example") == 421

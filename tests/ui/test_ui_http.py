@@ -270,3 +270,34 @@ async def test_errors_are_json_with_a_stable_code(
 ) -> None:
     body: Any = await built.json(path, status=status, **params)
     assert body["error"]["code"] == code
+
+
+NOT_ASCII_DIGITS = ("²", "٣", "1_000", " 5", "+5", "5\u00a0", "1e3", "0x10", "9" * 40)
+
+
+async def test_numbers_in_queries_and_headers_are_ascii_digits_or_a_400(built: Built) -> None:
+    where = {"id": "retries", "turn": "1", "step": "1", "attempt": "1"}
+    for raw in NOT_ASCII_DIGITS:
+        for path, name, params in (
+            ("/api/sessions", "offset", {}),
+            ("/api/sessions", "limit", {}),
+            ("/api/events", "from_seq", {"id": "retries"}),
+            ("/api/chunks", "limit", where),
+            ("/api/attempt", "step", where),
+            ("/api/live", "from_seq", {"id": "retries"}),
+        ):
+            body: Any = await built.json(path, status=400, **{**params, name: raw})
+            assert body["error"]["code"] == "INVALID_ARGS", (path, raw)
+            assert f"`{name}`" in body["error"]["message"], (path, raw)
+        if raw.strip() != raw:
+            continue  # a header value's surrounding spaces are not part of it (RFC 9110)
+        response = await built.client.get(
+            "/api/live", params={"id": "retries"}, headers={"Last-Event-ID": raw}
+        )
+        assert response.status == 400, raw
+        assert "Last-Event-ID" in (await response.json())["error"]["message"]
+    resumed = await built.client.get(
+        "/api/live", params={"id": "retries"}, headers={"Last-Event-ID": "3"}
+    )
+    assert resumed.status == 200 and resumed.content_type == "text/event-stream"
+    resumed.close()

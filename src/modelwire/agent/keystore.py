@@ -100,12 +100,24 @@ def warn_if_readable(path: Path, holds: str, warn: Callable[[str], None]) -> Non
 
 
 def holds_literal_key(settings: Mapping[str, object]) -> bool:
-    """Whether config `settings` spell a key out (`api_key` in `[deepseek]` or a provider)."""
+    """Whether config `settings` spell a key out: `api_key` in `[deepseek]` or a provider, or a
+    credential header among their `headers` (``Authorization``, ``X-Gateway-Token``, …)."""
+    from ..wire.credentials import credential_values
+
     sections = [settings.get("deepseek")]
     providers = settings.get("providers")
     if isinstance(providers, Mapping):
         sections.extend(providers.values())
-    return any(isinstance(s, Mapping) and bool(s.get("api_key")) for s in sections)
+    for section in sections:
+        if not isinstance(section, Mapping):
+            continue
+        headers = section.get("headers")
+        if section.get("api_key") or (
+            isinstance(headers, Mapping)
+            and credential_values({str(k): str(v) for k, v in headers.items()})
+        ):
+            return True
+    return False
 
 
 class StoredKeyEnvironment(Mapping[str, str]):

@@ -169,7 +169,8 @@ def load_config(path: str | None) -> CliConfig:
         config = msgspec.convert(data, CliConfig)
     except msgspec.ValidationError as err:
         fail(f"config file {file}: {_path_text(str(err))}")
-    if any("api_key" in section for section in (config.deepseek, *config.providers.values())):
+    sections = (config.deepseek, *config.providers.values())
+    if any("api_key" in section or "headers" in section for section in sections):
         from ..agent.keystore import holds_literal_key, warn_if_readable
         from .keystore import warn
 

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import msgspec
 
-from ..errors import HarnessError
-from ..session import MemoryLog, SessionLog, open_log, redact_url
+from ..session import MemoryLog, SessionLog, open_log, redact_url, url_secrets
+from ..wire.status import redact_secrets
 from .config import LOG_ENV, default_log_path, resolve_log_url
-from .errors import fail
+from .errors import CliError, fail
 
 __all__ = ["open_cli_log", "print_log_path", "shown_url", "sqlite_file"]
 
@@ -64,10 +64,10 @@ def _snapshot(db: Path, into: Path) -> Path:
 async def _open(url: str, shown: str) -> SessionLog:
     try:
         return await open_log(url)
-    except (HarnessError, OSError) as err:
-        fail(f"cannot open the session log {shown}: {err}")
-    except Exception as err:  # a driver error (e.g. connection refused): still bad input
-        fail(f"cannot open the session log {shown}: {err}")
+    except Exception as err:  # ours, the OS's or a driver's (connection refused): bad input
+        text = redact_secrets(str(err), url_secrets(url))
+    # failed outside the handler: no `__context__` keeps a driver's text quoting the URL
+    raise CliError(f"cannot open the session log {shown}: {text}")
 
 
 @asynccontextmanager

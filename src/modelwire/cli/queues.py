@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, get_args
 
 import msgspec
 
-from ..errors import HarnessError
+from ..session import url_secrets
+from ..wire.status import redact_secrets
 from .chatopts import read_stdin_prompt
 from .config import resolve_log_url
-from .errors import EXIT_FAILURE, fail
+from .errors import EXIT_FAILURE, CliError, fail
 from .logs import shown_url, sqlite_file
 
 if TYPE_CHECKING:
@@ -58,10 +59,10 @@ async def open_queue(url: str) -> TurnQueue:
 
     try:
         return await TurnQueue.open(url)
-    except (HarnessError, OSError) as err:
-        fail(f"cannot open the turn queue in {shown_url(url)}: {err}")
-    except Exception as err:  # a driver error (e.g. connection refused): still bad input
-        fail(f"cannot open the turn queue in {shown_url(url)}: {err}")
+    except Exception as err:  # ours, the OS's or a driver's (connection refused): bad input
+        text = redact_secrets(str(err), url_secrets(url))
+    # failed outside the handler: no `__context__` keeps a driver's text quoting the URL
+    raise CliError(f"cannot open the turn queue in {shown_url(url)}: {text}")
 
 
 def _write_json(value: object) -> None:

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
 from rich.text import Text
 
 from ..errors import HarnessError
 from .errors import fail
+from .terminal import TerminalConsole
 
 if TYPE_CHECKING:
     from ..agent import Tool
@@ -135,7 +135,7 @@ async def run_replay(file: str, *, log_option: str | None) -> int:
     recorded_id = loaded.header.session_id if loaded.header is not None else path.stem
     recording = recorded_session(recorded_id, loaded.events)
     header = next(e.data.header for e in loaded.events if isinstance(e.data, RequestHeader))
-    console = Console(highlight=False, soft_wrap=True)
+    console = TerminalConsole(highlight=False, soft_wrap=True)
     console.print(
         f"[bold]replaying[/] session {recorded_id} ({len(loaded.events)} events, "
         f"{len(recording.turn_inputs)} turn(s)) on {recording.provider}/{recording.model}"

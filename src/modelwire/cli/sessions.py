@@ -12,7 +12,6 @@ from decimal import Decimal
 from pathlib import Path
 
 import msgspec
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -23,6 +22,7 @@ from .errors import fail
 from .logs import open_cli_log, shown_url
 from .render import print_table, usage_table
 from .summaries import SessionSummary, matches, one_line, summarize
+from .terminal import TerminalConsole
 
 __all__ = [
     "event_json",
@@ -88,7 +88,7 @@ async def list_sessions(
         return 0
     # off a terminal nothing is cut to 80 columns (a pipe has no width); COLUMNS still rules
     wide = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 200
-    console = Console(highlight=False, width=wide)
+    console = TerminalConsole(highlight=False, width=wide)
     if not summaries:
         what = f" matching {search!r}" if search is not None else ""
         console.print(f"no sessions{escape(what)} in {escape(shown_url(url))}")
@@ -173,7 +173,7 @@ async def show_usage(session_id: str, *, log_option: str | None, as_json: bool) 
         return 0
     rows = [(f"{t}.{s}.{a}", usage) for (t, s, a), usage in calls]
     costs = [report.call_cost(*key) for key, _ in calls]
-    console = Console(soft_wrap=True)
+    console = TerminalConsole(soft_wrap=True)
     title = f"token usage of session {session_id} per call"
     table = usage_table(title, rows, report.total, costs=costs, total_cost=report.cost)
     console.print(table)
@@ -214,7 +214,7 @@ async def export_to_file(session_id: str, file: str, *, log_option: str | None) 
                 raise
             reason = getattr(err, "strerror", None) or _reason(err)
             fail(f"cannot write the export {target}: {reason}")
-    Console(highlight=False, soft_wrap=True).print(
+    TerminalConsole(highlight=False, soft_wrap=True).print(
         f"exported {count} events of session {escape(session_id)} to {escape(str(target))}"
     )
     return 0

@@ -29,6 +29,7 @@ from ..vocab import Error, Finish, Message, ReasoningBlock, TextBlock, ToolCallB
 from .logs import open_cli_log, shown_url
 from .render import block_text, event_line, failure_text, fold, message_text, turn_reason_text
 from .sessions import event_json, local_time, print_json, read_session
+from .terminal import TerminalConsole
 
 __all__ = ["show_session"]
 
@@ -48,9 +49,11 @@ async def show_session(
         print_json([event_json(e) for e in listed])
         return 0
     if events:
-        _events(Console(highlight=False, soft_wrap=True), session_id, listed, url, full=full)
+        _events(
+            TerminalConsole(highlight=False, soft_wrap=True), session_id, listed, url, full=full
+        )
     else:
-        _transcript(Console(highlight=False), session_id, listed, full=full)
+        _transcript(TerminalConsole(highlight=False), session_id, listed, full=full)
     return 0
 
 

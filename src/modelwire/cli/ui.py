@@ -51,14 +51,24 @@ def ui(
             help="Allow a non-loopback --host: everyone who can reach it reads every session.",
         ),
     ] = False,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            metavar="NAME",
+            help="A host name the page is reached by besides localhost (repeatable): requests "
+            "addressed to any other name are refused (DNS rebinding).",
+        ),
+    ] = None,
 ) -> None:
     """Browse the session log in a local web page: sessions, transcripts, a timeline of every
     attempt and retry, raw chunks, token usage; running sessions update live. Read-only.
     Prints the URL; Ctrl-C stops it."""
 
     async def go() -> int:
+        from ..errors import HarnessError
         from ..ui import serve
-        from ..ui.guard import is_loopback_host
+        from ..ui.guard import allowed_host_name, is_loopback_host
         from .logs import open_cli_log, shown_url
 
         if not is_loopback_host(host) and not allow_remote:
@@ -66,9 +76,15 @@ def ui(
                 f"--host {host} is not a loopback address: anyone who can reach it could read "
                 "every message in the log; pass --allow-remote to serve it there anyway"
             )
+        try:
+            names = [allowed_host_name(name) for name in allowed_host or ()]
+        except HarnessError as err:
+            fail(f"--allowed-host: {err.message}")
         async with open_cli_log(log, write=False) as (opened, url):
             try:
-                server = await serve(opened, host=host, port=port, allow_remote=allow_remote)
+                server = await serve(
+                    opened, host=host, port=port, allow_remote=allow_remote, allowed_hosts=names
+                )
             except OSError as err:
                 fail(f"cannot listen on {host}:{port}: {err.strerror or err}")
             try:

@@ -171,14 +171,18 @@ class PostgresLog(GroupCommitLog):
 
     async def _connect(self) -> None:
         psycopg = self._pg
+        # the driver quotes the URL, password and all: no __cause__/__context__ may hold its error
+        failure: HarnessError | None = None
         try:
             conn = await psycopg.AsyncConnection.connect(
                 self._url, autocommit=True, connect_timeout=max(1, int(self._connect_timeout_s))
             )
         except psycopg.Error as exc:
-            raise self._storage_error(exc, "connect") from None
+            failure = self._storage_error(exc, "connect")
         except ValueError as exc:  # a malformed URL
-            raise self._storage_error(exc, "parse the URL") from None
+            failure = self._storage_error(exc, "parse the URL")
+        if failure is not None:
+            raise failure
         self._conn = conn
         # batch commits are relaxed; a durable commit says `SET LOCAL synchronous_commit = on`
         await conn.execute("SET synchronous_commit = off")

@@ -20,7 +20,7 @@ Session ids travel as a query parameter, so any id the log accepts (slashes, spa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Final
 
 import msgspec
@@ -94,20 +94,24 @@ def create_app(
     log: SessionLog,
     *,
     poll_interval: float = DEFAULT_POLL_INTERVAL,
-    allow_any_host: bool = False,
+    allowed_hosts: Iterable[str] = (),
+    address_hosts: bool = False,
     max_views: int = 16,
 ) -> web.Application:
     """The read-only inspector of `log` (which the caller opens and closes).
 
-    `poll_interval` is how often a live stream reads the log; `allow_any_host` turns off the
-    loopback `Host` check (only for a server deliberately bound beyond 127.0.0.1); `max_views`
-    is how many session views stay cached.
+    `poll_interval` is how often a live stream reads the log; the `Host` check always runs:
+    `allowed_hosts` are names answered besides the loopback ones, `address_hosts` also answers
+    IP-address hosts (a server bound beyond 127.0.0.1; see `guard`); `max_views` is how many
+    session views stay cached.
     """
     if not poll_interval > 0:
         raise HarnessError(
             f"poll_interval must be > 0 seconds, got {poll_interval!r}", ErrorCode.INVALID_ARGS
         )
-    app = web.Application(middlewares=[host_guard(allow_any_host=allow_any_host), _errors])
+    app = web.Application(
+        middlewares=[host_guard(allowed_hosts=allowed_hosts, address_hosts=address_hosts), _errors]
+    )
     app[INDEX] = LogIndex(log, max_views=max_views)
     app[LOG_NAME] = log.describe()
     app[ASSETS] = load_assets()

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from ..errors import ErrorCode, HarnessError
 from .keys import INDEX, POLL_INTERVAL, STOPPING
-from .params import int_param, session_param
+from .params import ascii_int, int_param, session_param
 from .view import session_view
 
 __all__ = ["HEARTBEAT", "live"]
@@ -34,9 +34,9 @@ _ENCODER: Final = msgspec.json.Encoder()
 
 
 def _since(request: web.Request) -> int:
-    resumed = request.headers.get("Last-Event-ID", "")
-    if resumed.isdigit():
-        return int(resumed)
+    resumed = request.headers.get("Last-Event-ID")
+    if resumed:  # the `id` this stream sent: ASCII digits, else the client is wrong (a 400)
+        return ascii_int(resumed.strip(), "the Last-Event-ID header")
     return int_param(request, "from_seq", 0)
 
 

@@ -7,7 +7,7 @@ from aiohttp import web
 from ..errors import ErrorCode, HarnessError
 from ..session.ids import check_session_id
 
-__all__ = ["int_param", "session_param", "text_param"]
+__all__ = ["ascii_int", "int_param", "session_param", "text_param"]
 
 
 def _bad(message: str) -> HarnessError:
@@ -31,12 +31,19 @@ def int_param(
         if default is None:
             raise _bad(f"missing query parameter `{name}`")
         return default
-    try:
-        value = int(raw, 10)
-    except ValueError:
-        raise _bad(f"query parameter `{name}` must be an integer, got {raw[:40]!r}") from None
+    return ascii_int(raw, f"query parameter `{name}`", low=low, high=high)
+
+
+def ascii_int(raw: str, what: str, *, low: int = 0, high: int = 2**53 - 1) -> int:
+    """`raw` as an integer within [low, high]: ASCII digits only, with a ``-`` when `low` < 0
+    (``int()`` would also take ``²``'s kin, ``٣``, ``1_000``, ``+5`` and spaces, or raise on
+    some); anything else is `INVALID_ARGS` naming `what` (a 400)."""
+    digits = raw[1:] if raw.startswith("-") and low < 0 else raw
+    if not (0 < len(digits) <= 20 and digits.isascii() and digits.isdigit()):
+        raise _bad(f"{what} must be an integer, got {raw[:40]!r}")
+    value = int(raw, 10)
     if not low <= value <= high:
-        raise _bad(f"query parameter `{name}` must be within [{low}, {high}], got {value}")
+        raise _bad(f"{what} must be within [{low}, {high}], got {value}")
     return value
 
 

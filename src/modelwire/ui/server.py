@@ -1,12 +1,14 @@
 """`serve(log)`: run the inspector on a local port; `UiServer` is the running handle.
 
 Bound to 127.0.0.1 unless told otherwise; any other address is refused without
-`allow_remote=True` (the page shows every message of every session in the log).
+`allow_remote=True` (the page shows every message of every session in the log). The `Host`
+check stays on either way; `allowed_hosts` names what else it answers to.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Self
 
@@ -15,7 +17,7 @@ from aiohttp import web
 from ..errors import ErrorCode, HarnessError
 from ..session import SessionLog, open_log
 from .app import DEFAULT_POLL_INTERVAL, create_app
-from .guard import is_loopback_host
+from .guard import allowed_host_name, is_loopback_host
 
 __all__ = ["UiServer", "serve", "server_url"]
 
@@ -77,14 +79,18 @@ async def serve(
     port: int = 0,
     *,
     allow_remote: bool = False,
+    allowed_hosts: Iterable[str] = (),
     poll_interval: float = DEFAULT_POLL_INTERVAL,
 ) -> UiServer:
     """Serve the inspector of `log_url` (a URL, or an open `SessionLog`) on `host:port`.
 
     `port=0` picks a free port (read it from `.port` / `.url`). A host that is not loopback
-    raises `HarnessError` `INVALID_ARGS` unless `allow_remote=True`, which also lifts the
-    loopback `Host` check. An address already in use raises `OSError`.
+    raises `HarnessError` `INVALID_ARGS` unless `allow_remote=True`. Requests are answered only
+    when their `Host` is a loopback name, one of `allowed_hosts` (the names a remote deployment
+    is reached by; a malformed one is `INVALID_ARGS`) or, with `allow_remote`, an IP address
+    (DNS rebinding: `modelwire.ui.guard`). An address already in use raises `OSError`.
     """
+    allowed = tuple(allowed_host_name(name) for name in allowed_hosts)
     remote = not is_loopback_host(host)
     if remote and not allow_remote:
         raise HarnessError(
@@ -95,7 +101,9 @@ async def serve(
     owns = isinstance(log_url, str)
     log = await open_log(log_url) if isinstance(log_url, str) else log_url
     try:
-        app = create_app(log, poll_interval=poll_interval, allow_any_host=remote)
+        app = create_app(
+            log, poll_interval=poll_interval, allowed_hosts=allowed, address_hosts=remote
+        )
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
         await runner.setup()
         try:

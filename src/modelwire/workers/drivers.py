@@ -164,6 +164,7 @@ class PostgresDriver(Driver):
             self._pg = _import_psycopg()
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
+            failure: HarnessError | None = None
             try:
                 conn = await self._pg.AsyncConnection.connect(
                     self._url, autocommit=True, connect_timeout=10
@@ -171,7 +172,10 @@ class PostgresDriver(Driver):
                 # a lock held by a stalled writer fails the statement instead of hanging it
                 await conn.execute("SET lock_timeout = 10000")
             except Exception as exc:
-                raise self._error(exc) from None
+                failure = self._error(exc)
+            if failure is not None:  # raised outside the handler: the driver's text (the URL,
+                raise failure  # password and all) is in no `__cause__` / `__context__`
+            assert conn is not None
             self._conn = conn
         return conn
 
@@ -183,17 +187,22 @@ class PostgresDriver(Driver):
             assert pg is not None
 
             async def q(sql: str, params: Sequence[object] = ()) -> Rows:
+                failure: HarnessError
                 try:
                     cur = await conn.execute(sql, tuple(params))
                     return await cur.fetchall() if cur.description is not None else []
                 except pg.Error as exc:
-                    raise self._error(exc) from None
+                    failure = self._error(exc)
+                raise failure  # outside the handler, as in `_db`
 
+            failure: HarnessError | None = None
             try:
                 async with conn.transaction():
                     yield q
             except pg.Error as exc:
-                raise self._error(exc) from None
+                failure = self._error(exc)
+            if failure is not None:
+                raise failure
 
     async def lock_session(self, q: Query, session_id: str) -> None:
         await q("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, session_id))

@@ -48,6 +48,7 @@ from ...vocab import (
     UsageChunk,
 )
 from ...vocab.usage import TokenCount
+from ...wire.metadata import redact_metadata
 from ...wire.sse import SseEvent
 from ...wire.status import http_error_code, redact_failure, redact_secrets
 
@@ -348,7 +349,7 @@ class Translator:
 
     def _envelope(self, inferred: bool) -> ReplayEnvelope | None:
         """The response's id and model as replay state (None when the stream named neither),
-        and whether the finish was inferred."""
+        and whether the finish was inferred; never a credential (`redact_metadata`)."""
         response: dict[str, object] = {}
         if self._response_id is not None:
             response["response_id"] = self._response_id
@@ -356,4 +357,4 @@ class Translator:
             response["response_model"] = self._response_model
         if inferred:
             response["extras"] = {"finish": "inferred"}
-        return ReplayEnvelope(response) if response else None
+        return redact_metadata(ReplayEnvelope(response), self._secrets) if response else None

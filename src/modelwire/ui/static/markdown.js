@@ -5,6 +5,12 @@
 // http(s) URLs. Raw HTML is not markup here: `<script>` or `<img onerror=…>` in a message shows
 // as those characters. Links must be absolute http(s)/mailto and open in a new tab without
 // referrer; images are shown as their alt text, never loaded.
+//
+// Hostile nesting is bounded: block quotes and lists nest at most MAX_DEPTH levels and inline
+// spans (emphasis in emphasis, a link label) at most MAX_INLINE; what lies deeper is shown as
+// plain text, never dropped. So a 100 KB answer of `> > > …` costs a few passes over its lines,
+// not 50,000 nested calls and elements, and a renderer failure of any kind still shows the
+// message as plain text rather than failing the page.
 
 import { el, safeHref } from "./dom.js";
 
@@ -14,11 +20,24 @@ const RULE = /^ {0,3}([-*_])(?:\s*\1){2,}\s*$/;
 const QUOTE = /^ {0,3}> ?/;
 const ITEM = /^( {0,3})([-*+]|\d{1,9}[.)])\s+(.*)$/;
 const TABLE_RULE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+const MAX_DEPTH = 8;
+const MAX_INLINE = 16;
 
 export function renderMarkdown(text) {
   const root = el("div", { class: "md" });
-  renderBlocks(root, String(text).replace(/\r\n?/g, "\n").split("\n"));
+  const source = String(text);
+  try {
+    renderBlocks(root, source.replace(/\r\n?/g, "\n").split("\n"), 0);
+  } catch (error) {
+    console.warn("markdown rendering failed; showing the text as written", error);
+    root.replaceChildren(el("p", { class: "md-plain" }, source));
+  }
   return root;
+}
+
+// What lies past the nesting cap: its lines as written, one plain-text paragraph.
+function plain(lines) {
+  return el("p", { class: "md-deep" }, lines.join("\n"));
 }
 
 function startsBlock(line, next) {
@@ -26,7 +45,7 @@ function startsBlock(line, next) {
     ITEM.test(line) || (line.includes("|") && next !== undefined && TABLE_RULE.test(next));
 }
 
-function renderBlocks(parent, lines) {
+function renderBlocks(parent, lines, depth) {
   let i = 0;
   while (i < lines.length) {
     const line = lines[i];
@@ -50,10 +69,11 @@ function renderBlocks(parent, lines) {
       const body = [];
       while (i < lines.length && QUOTE.test(lines[i])) body.push(lines[i++].replace(QUOTE, ""));
       const quote = el("blockquote");
-      renderBlocks(quote, body);
+      if (depth + 1 >= MAX_DEPTH) quote.appendChild(plain(body));
+      else renderBlocks(quote, body, depth + 1);
       parent.appendChild(quote);
     } else if (ITEM.test(line)) {
-      i = renderList(parent, lines, i);
+      i = renderList(parent, lines, i, depth);
     } else if (line.includes("|") && i + 1 < lines.length && TABLE_RULE.test(lines[i + 1])) {
       i = renderTable(parent, lines, i);
     } else if (/^( {4}|\t)/.test(line)) {
@@ -72,7 +92,7 @@ function renderBlocks(parent, lines) {
   }
 }
 
-function renderList(parent, lines, i) {
+function renderList(parent, lines, i, depth) {
   const first = ITEM.exec(lines[i]);
   const ordered = /\d/.test(first[2]);
   const list = el(ordered ? "ol" : "ul");
@@ -101,7 +121,8 @@ function renderList(parent, lines, i) {
     }
     const item = el("li");
     if (body.length === 1) item.appendChild(inline(body[0]));
-    else renderBlocks(item, body);
+    else if (depth + 1 >= MAX_DEPTH) item.appendChild(plain(body));
+    else renderBlocks(item, body, depth + 1);
     list.appendChild(item);
   }
   parent.appendChild(list);
@@ -171,8 +192,9 @@ function link(href, children) {
   return el("a", { href, target: "_blank", rel: "noopener noreferrer nofollow" }, children);
 }
 
-export function inline(src) {
+export function inline(src, depth = 0) {
   const out = document.createDocumentFragment();
+  if (depth >= MAX_INLINE) { out.appendChild(document.createTextNode(src)); return out; }
   let text = "";
   const flush = () => { if (text) { out.appendChild(document.createTextNode(text)); text = ""; } };
   const emit = (node) => { flush(); out.appendChild(node); };
@@ -200,7 +222,7 @@ export function inline(src) {
       const opens = !/\s/.test(src[i + 2] || " ") && !(two === "__" && WORD.test(src[i - 1] || ""));
       const end = opens ? closing(src, two, i + 2) : -1;
       if (end !== -1) {
-        emit(el(two === "~~" ? "del" : "strong", {}, inline(src.slice(i + 2, end))));
+        emit(el(two === "~~" ? "del" : "strong", {}, inline(src.slice(i + 2, end), depth + 1)));
         i = end + 2;
         continue;
       }
@@ -210,7 +232,7 @@ export function inline(src) {
       const opens = !/\s/.test(src[i + 1] || " ") && !(ch === "_" && WORD.test(src[i - 1] || ""));
       const end = opens ? closingSingle(src, ch, i + 1) : -1;
       if (end !== -1) {
-        emit(el("em", {}, inline(src.slice(i + 1, end))));
+        emit(el("em", {}, inline(src.slice(i + 1, end), depth + 1)));
         i = end + 1;
         continue;
       }
@@ -227,8 +249,8 @@ export function inline(src) {
         const target = src.slice(close + 2, paren).trim().split(/\s+/)[0].replace(/^<(.*)>$/, "$1");
         const href = safeHref(target);
         if (image) emit(el("span", { class: "md-image", title: target }, `[image: ${label}]`));
-        else if (href) emit(link(href, inline(label)));
-        else { flush(); out.appendChild(inline(label)); text += ` (${target})`; }
+        else if (href) emit(link(href, inline(label, depth + 1)));
+        else { flush(); out.appendChild(inline(label, depth + 1)); text += ` (${target})`; }
         i = paren + 1;
         continue;
       }

@@ -37,6 +37,7 @@ from ....vocab import (
     ToolCalls,
     UsageChunk,
 )
+from ....wire.metadata import redact_metadata
 from ....wire.status import redact_secrets
 from .block_record import BlockRecord, place_opaque
 from .stream_errors import classify_error_text, error_type_code, is_overflow_text
@@ -215,7 +216,8 @@ class ResponseRecord:
         )
 
     def envelope(self) -> ReplayEnvelope:
-        """The v2 replay envelope of this response."""
+        """The v2 replay envelope of this response, with no credential in it (`redact_metadata`:
+        what the provider said about the response is never trusted to be free of one)."""
         response: dict[str, object] = {
             "kind": "pi-ai",
             "version": 2,
@@ -240,7 +242,9 @@ class ResponseRecord:
             extras["finish"] = "inferred"
         if extras:
             response["extras"] = extras
-        return ReplayEnvelope(response, tuple(entries))
+        envelope = redact_metadata(ReplayEnvelope(response, tuple(entries)), self.secrets)
+        assert envelope is not None  # the response keeps its kind, version and api
+        return envelope
 
 
 def _reason(record: ResponseRecord) -> FinishReason:

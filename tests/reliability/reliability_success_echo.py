@@ -1,0 +1,175 @@
+"""A real aiohttp.web server on 127.0.0.1 that answers every request *successfully* while echoing
+the caller's credential in every field a provider says about its response: the response id, the
+model name, the system fingerprint, item ids, and the response headers (request ids, model,
+rate-limit and processing headers).
+
+`kind` picks the protocol (DeepSeek and the providers' Chat Completions, Responses, Anthropic
+Messages, Gemini and Mistral); with `echo` off the same fields carry harmless values, so a test
+can show that the fields it scans do reach the surfaces it scans.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aiohttp import web
+from catchall import serve_all
+from reliability_wire import sse
+
+__all__ = ["ANSWER", "KINDS", "SAFE_ID", "SuccessEchoServer"]
+
+KINDS: Final = (
+    "deepseek",
+    "openai-completions",
+    "openai-responses",
+    "anthropic-messages",
+    "google-generative-ai",
+    "mistral-conversations",
+)
+ANSWER: Final = "All is well."
+SAFE_ID: Final = "resp-harmless-0001"
+
+
+def _credential(request: web.Request) -> str:
+    for name in ("Authorization", "x-api-key", "x-goog-api-key"):
+        value = request.headers.get(name, "")
+        if value:
+            return value.partition(" ")[2] if name == "Authorization" else value
+    return "no-key-sent"
+
+
+def _headers(key: str) -> dict[str, str]:
+    return {
+        "Content-Type": "text/event-stream",
+        "x-request-id": key,
+        "request-id": key,
+        "x-deepseek-request-id": key,
+        "openai-request-id": key,
+        "openai-model": key,
+        "openai-organization": key,
+        "openai-processing-ms": key,
+        "anthropic-organization-id": key,
+        "x-ratelimit-limit-requests": key,
+        "x-ratelimit-remaining-requests": key,
+        "x-ratelimit-reset-requests": key,
+        "anthropic-ratelimit-requests-remaining": key,
+        "x-goog-request-id": key,
+        "mistral-correlation-id": key,
+        "cf-ray": key,
+        "x-echo": f"Bearer {key}",
+    }
+
+
+def _completions(rid: str, model: str) -> list[bytes]:
+    head = {"id": rid, "object": "chat.completion.chunk", "created": 1, "model": model}
+    meta = {**head, "system_fingerprint": rid, "service_tier": rid}
+    return [
+        sse({**meta, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+        sse({**meta, "choices": [{"index": 0, "delta": {"content": ANSWER}}]}),
+        sse({**meta, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+        sse({**meta, "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 3}}),
+        b"data: [DONE]\n\n",
+    ]
+
+
+def _responses(rid: str, model: str) -> list[bytes]:
+    item = {"type": "message", "id": rid, "role": "assistant", "status": "in_progress"}
+    done = {**item, "status": "completed", "content": [{"type": "output_text", "text": ANSWER}]}
+    response = {"id": rid, "model": model, "service_tier": rid, "status": "in_progress"}
+    usage = {"input_tokens": 5, "output_tokens": 3}
+    completed = {**response, "status": "completed", "output": [done], "usage": usage}
+    return [
+        sse({"type": "response.created", "response": response}),
+        sse({"type": "response.output_item.added", "output_index": 0, "item": {**item}}),
+        sse(
+            {
+                "type": "response.output_text.delta",
+                "item_id": rid,
+                "output_index": 0,
+                "content_index": 0,
+                "delta": ANSWER,
+            }
+        ),
+        sse({"type": "response.output_item.done", "output_index": 0, "item": done}),
+        sse({"type": "response.completed", "response": completed}),
+    ]
+
+
+def _anthropic(rid: str, model: str) -> list[bytes]:
+    message = {
+        "id": rid,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "usage": {"input_tokens": 5, "output_tokens": 0},
+    }
+    block = {"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}
+    text = {"type": "text_delta", "text": ANSWER}
+    delta = {"type": "content_block_delta", "index": 0, "delta": text}
+    stop = {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}
+    return [
+        sse({"type": "message_start", "message": message}, "message_start"),
+        sse(block, "content_block_start"),
+        sse(delta, "content_block_delta"),
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        sse({**stop, "usage": {"output_tokens": 3}}, "message_delta"),
+        sse({"type": "message_stop"}, "message_stop"),
+    ]
+
+
+def _gemini(rid: str, model: str) -> list[bytes]:
+    usage = {"promptTokenCount": 5, "candidatesTokenCount": 3, "totalTokenCount": 8}
+    content = {"role": "model", "parts": [{"text": ANSWER}]}
+    return [
+        sse(
+            {
+                "candidates": [{"content": content, "finishReason": "STOP", "index": 0}],
+                "usageMetadata": usage,
+                "modelVersion": model,
+                "responseId": rid,
+            }
+        )
+    ]
+
+
+class SuccessEchoServer:
+    """The server: `kind` picks the protocol of the next answer, `echo` whether it echoes."""
+
+    def __init__(self) -> None:
+        self.kind = KINDS[0]
+        self.echo = True
+        self.url = ""
+        self.received: list[str] = []
+        self._runner: web.AppRunner | None = None
+
+    async def __aenter__(self) -> SuccessEchoServer:
+        self._runner, self.url = await serve_all(self._handle)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._runner is not None
+        await self._runner.cleanup()
+
+    def _events(self, key: str) -> list[bytes]:
+        rid, model = (key, key) if self.echo else (SAFE_ID, "served-model")
+        kind = self.kind
+        if kind in ("deepseek", "openai-completions", "mistral-conversations"):
+            return _completions(rid, model)
+        if kind == "openai-responses":
+            return _responses(rid, model)
+        if kind == "anthropic-messages":
+            return _anthropic(rid, model)
+        return _gemini(rid, model)
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        await request.read()
+        key = _credential(request)
+        self.received.append(key)
+        headers = _headers(key) if self.echo else {"Content-Type": "text/event-stream"}
+        response = web.StreamResponse(status=200, headers=headers)
+        await response.prepare(request)
+        for event in self._events(key):
+            await response.write(event)
+        await response.write_eof()
+        return response
