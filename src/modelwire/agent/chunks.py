@@ -124,7 +124,10 @@ async def _consume(
                     except asyncio.CancelledError:
                         # The append may still land (backends finish a started write): adopt
                         # it so the interrupted message cites exactly the logged chunks.
-                        if await _landed(log, sid, data, seqs):
+                        landed = False
+                        async with signal.grace():  # a stalled log: not known, not cited
+                            landed = await _landed(log, sid, data, seqs)
+                        if landed:
                             fold(chunk)
                         raise
                 logged(seq)
@@ -134,18 +137,19 @@ async def _consume(
     except (asyncio.CancelledError, TurnCancelled):
         blocks = assembler.interrupted_blocks()
         if blocks:
-            await log.append(
-                sid,
-                AssistantMessage(
-                    turn=turn,
-                    step=step,
-                    attempt=attempt,
-                    message=assistant_message(blocks, source),
-                    usage=assembler.usage,
-                    interrupted=True,
-                    source_event_seqs=tuple(seqs),
-                ),
-            )
+            async with signal.grace():
+                await log.append(
+                    sid,
+                    AssistantMessage(
+                        turn=turn,
+                        step=step,
+                        attempt=attempt,
+                        message=assistant_message(blocks, source),
+                        usage=assembler.usage,
+                        interrupted=True,
+                        source_event_seqs=tuple(seqs),
+                    ),
+                )
         raise
     finally:
         if single is not None:

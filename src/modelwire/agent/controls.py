@@ -6,8 +6,9 @@ the signals of the running turns and the disposers of installed plugins.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Self
 
 from ..errors import ErrorCode, HarnessError
@@ -42,6 +43,17 @@ class AgentControls:
         cause = kind or AbortCause("user")
         signal.cancel(cause.kind, cause.reason)
         return True
+
+    @contextlib.asynccontextmanager
+    async def _running(self, session_id: str, signal: TurnSignal) -> AsyncIterator[None]:
+        """While a turn of `session_id` runs, from before it takes its lease: `cancel()` reaches
+        it (a turn waiting for a stalled log is cancelled like any other)."""
+        self._signals[session_id] = signal
+        try:
+            yield
+        finally:
+            if self._signals.get(session_id) is signal:
+                del self._signals[session_id]
 
     async def close(self) -> None:
         """Cancel running turns (cause `disposed`), run plugin disposers in reverse order, then

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
-from ..errors import HarnessError, normalize_llm_failure
+from ..errors import ErrorCode, HarnessError, normalize_llm_failure
 from ..meter import ZERO_USAGE
 from ..session.events import (
     AbortCause,
@@ -77,6 +77,7 @@ async def run_frame(
     state.sink.listener = listener
     turn = state.turn
     reason: TurnEndReason = TurnCompleted()
+    failed: Exception | None = None
     try:
         try:
             steps = TurnLoop(
@@ -94,6 +95,7 @@ async def run_frame(
             opened = TurnHookContext(agent=agent, session_id=sid, turn=turn, signal=signal)
             reason = await agent.hooks.on_turn.run(opened, lambda: steps.run(state))
         except Exception as exc:
+            failed = exc
             failure = normalize_llm_failure(exc)
             reason = TurnErrored(failure)
             notify_error(
@@ -108,13 +110,20 @@ async def run_frame(
         # Bounded whatever the log does: a stalled log gets `cancel_grace_ms` to take the
         # turn/end (the write goes on in the background); a turn left open is repaired later.
         aborted = TurnAborted(AbortCause(signal.cause or "user", signal.reason))
-        with contextlib.suppress(TimeoutError, HarnessError):
-            async with asyncio.timeout(agent.cancel_grace_ms / 1000.0):
+        with contextlib.suppress(HarnessError):
+            async with signal.grace():
                 await end_turn(agent, sid, turn, aborted)
         raise
     finally:
         agent._signals.pop(sid, None)
-    await end_turn(agent, sid, turn, reason)
+    ended = False
+    async with signal.grace():  # bounded once the log failed (`TurnSignal.wind_down`)
+        await end_turn(agent, sid, turn, reason)
+        ended = True
+    if not ended:  # the failed log did not take turn/end in time: its failure is the answer
+        if failed is not None:
+            raise failed
+        raise HarnessError(f"session {sid!r}: turn {turn} was not ended", ErrorCode.LOG_UNAVAILABLE)
     messages = derive_messages(await log.read(sid, state.start_seq, chunks=False))
     report = state.sink.tally.report()
     result: TurnResult[Any] = TurnResult(  # Any: the turn's output type

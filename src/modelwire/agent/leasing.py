@@ -27,6 +27,7 @@ from typing import Final
 from ..errors import ErrorCode, HarnessError
 from ..session.lease import Lease, check_lease_ms, default_owner
 from ..session.log import SessionLog
+from .cancel import TurnSignal
 from .wait import Sleep
 
 __all__ = ["DEFAULT_LEASE_MS", "TurnLeases", "default_owner"]
@@ -59,10 +60,15 @@ class TurnLeases:
 
     @contextlib.asynccontextmanager
     async def turn(
-        self, session_id: str, given: Lease | None, on_lost: Callable[[HarnessError], None]
+        self,
+        session_id: str,
+        given: Lease | None,
+        on_lost: Callable[[HarnessError], None],
+        signal: TurnSignal | None = None,
     ) -> AsyncIterator[Lease | None]:
         """Hold the session's lease for one turn (see the module docstring); yields it (None
-        when leases are off). `on_lost` is called once when a renewal finds it lost."""
+        when leases are off). `on_lost` is called once when a renewal finds it lost; the
+        release of a cancelled turn runs within its `signal`'s grace."""
         if given is not None:
             if given.session_id != session_id:
                 raise HarnessError(
@@ -94,7 +100,8 @@ class TurnLeases:
             # bounded: a stalled log must not hold a cancelled turn (the lease then expires)
             with contextlib.suppress(HarnessError, TimeoutError):
                 async with asyncio.timeout(self.release_ms / 1000.0):
-                    await self.log.release_lease(held.lease)
+                    async with signal.grace() if signal else contextlib.nullcontext():
+                        await self.log.release_lease(held.lease)
 
     async def _keep(self) -> None:
         """One task renews every lease this agent holds, every `renew_ms`, while it holds any."""

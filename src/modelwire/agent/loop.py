@@ -390,10 +390,10 @@ class Agent(AgentControls, Generic[OutputT]):
         listener: Callable[[StreamChunk], None] | None = None,
     ) -> TurnResult[Any]:  # Any: the turn's output type
         """The turn under the session's lease (`leasing.py`)."""
-        signal = TurnSignal(asyncio.current_task())
+        signal = TurnSignal(asyncio.current_task(), self.cancel_grace_ms)
 
         def lost(error: HarnessError) -> None:
             signal.cancel("disposed", f"lease lost: {error.message}")
 
-        async with self.leases.turn(sid, given, lost) as held:
+        async with self._running(sid, signal), self.leases.turn(sid, given, lost, signal) as held:
             return await run_frame(self, sid, output, signal, lambda v: opener(v, held), listener)

@@ -158,12 +158,10 @@ class StepRunner:
         return await self._body(frame, 1, None)
 
     async def carry_on(self, frame: StepFrame, *, attempt: int, before: Before) -> StepOutcome:
-        """Carry on an open Step whose `step/start` is already logged, from attempt `attempt`.
-
+        """Carry on an open Step whose `step/start` is already logged, from attempt `attempt`:
         `before` runs first, inside the Step (e.g. the rest of a retry wait a dead process
         decided); a failed attempt it returns is decided on as if it had just failed. An
-        exception there ends the Step like a failed attempt would. `step/end` is always written.
-        """
+        exception there ends the Step like a failed attempt would. `step/end` is always written."""
         return await self._body(frame, attempt, before)
 
     async def decide(self, frame: StepFrame, failed: FailedAttempt) -> RequestErrorDecision:
@@ -184,12 +182,10 @@ class StepRunner:
         )
 
     async def served_by(self, view: LogView) -> tuple[str, RetryPolicy | None]:
-        """The provider and retry policy of the last attempt's call, re-prepared from the log.
-
-        The latest `request/header` is the one the attempt was built under; its config (minus
+        """The provider and retry policy of the last attempt's call, re-prepared from the log:
+        the latest `request/header` is the one the attempt was built under; its config (minus
         the adapter-defaulted fields, as every later request seeds it) is prepared again, which
-        binds the route's current registration and its policy. No route means no policy.
-        """
+        binds the route's current registration and its policy. No route means no policy."""
         config = self.seed.config(view.latest_header, first_request=view.latest_header is None)
         prepared = await self._prepare(config)
         if prepared is None:
@@ -218,8 +214,12 @@ class StepRunner:
             if self.output is not None:
                 verdict = judge(self.output, answer.final_offered, answer.message)
             return StepOutcome(max_tokens=False, ran_tools=bool(calls), verdict=verdict)
+        except HarnessError as exc:
+            frame.signal.wind_down(exc)  # a failed log: what is left gets the grace only
+            raise
         finally:
-            await self.log.append(frame.session.session_id, StepEnd(frame.turn, frame.step))
+            async with frame.signal.grace():
+                await self.log.append(frame.session.session_id, StepEnd(frame.turn, frame.step))
 
     async def _attempts(
         self, frame: StepFrame, attempt: int, failed: FailedAttempt | None

@@ -11,6 +11,11 @@ owned by postgres) rather than under `tmp_path`: pytest's base temp dir is priva
 (0700), and the server process, running as postgres, could not enter it. The Unix socket lives in the data
 directory, so a cluster never collides with another server's socket in `/tmp`.
 
+`freeze()` SIGSTOPs the server's processes (the postmaster first, so it forks no new backend,
+then every backend), as a server paused by a debugger or a hung host would be; `thaw()` SIGCONTs
+them. `crash()` is kill -9 of the postmaster and every backend; `start()` then runs recovery.
+Only the processes of this cluster's own postmaster are signalled, never another server's.
+
 Every failing command raises `PgClusterError` naming the command, its exit status, its stderr
 and, for a server that would not start, the tail of the server log.
 """
@@ -23,9 +28,11 @@ import pwd
 import re
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, TypeAlias
@@ -69,6 +76,15 @@ def _free_port() -> int:
         return port
 
 
+def _exists(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie (a killed one its parent did not reap)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
+
+
 def _tail(path: Path, lines: int = 30) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -97,6 +113,7 @@ class PgCluster:
         self.settings = tuple(settings)
         self.logfile = datadir / "server.log"
         self._destroyed = False
+        self._frozen: list[int] = []
 
     # ---- construction ----------------------------------------------------------------------
 
@@ -197,10 +214,68 @@ class PgCluster:
         self.stop(mode)
         self.start()
 
+    def pids(self) -> list[int]:
+        """The postmaster's pid, then those of its children (backends and helpers); [] when no
+        server runs."""
+        try:
+            first = (self.datadir / "postmaster.pid").read_text().split("\n", 1)[0]
+        except OSError:
+            return []
+        if not first.strip().isdigit():
+            return []
+        postmaster = int(first)
+        children: list[int] = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            fields = stat.rpartition(")")[2].split()
+            if len(fields) > 1 and fields[1] == str(postmaster):
+                children.append(int(entry.name))
+        alive = _exists(postmaster)
+        return [postmaster, *children] if alive else children
+
+    def freeze(self) -> None:
+        """SIGSTOP the postmaster, then every process it forked (see the module docstring)."""
+        self._check_alive()
+        pids = self.pids()
+        if not pids:
+            raise PgClusterError(f"{self!r}: no server process to freeze")
+        os.kill(pids[0], signal.SIGSTOP)  # first: no backend is forked after the listing
+        for pid in self.pids()[1:]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        self._frozen = self.pids()
+
+    def thaw(self) -> None:
+        """SIGCONT every process `freeze()` stopped (backends first); idempotent."""
+        frozen, self._frozen = self._frozen, []
+        for pid in reversed(frozen):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def crash(self) -> None:
+        """kill -9 the postmaster and every backend, and wait until they are gone."""
+        self._check_alive()
+        self.thaw()
+        pids = self.pids()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + _COMMAND_TIMEOUT_S
+        while any(_exists(pid) for pid in pids):
+            if time.monotonic() > deadline:
+                raise PgClusterError(f"{self!r}: processes {pids} survived SIGKILL")
+            time.sleep(0.02)
+
     def destroy(self) -> None:
         """Stop the server immediately (if it runs) and remove the data directory; idempotent."""
         if self._destroyed:
             return
+        self.thaw()  # a stopped server could not act on pg_ctl's signal
         try:
             if self.datadir.exists():
                 with contextlib.suppress(PgClusterError):
