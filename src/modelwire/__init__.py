@@ -138,6 +138,7 @@ __all__ = [
     "NormalRetryPolicy",
     "OutputInvalidError",
     "OutputSchema",
+    "PendingApproval",
     "PluginSource",
     "PreparedCall",
     "ProviderInfo",
@@ -190,7 +191,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     __version__: str
-    from .agent import open_runtime, tool
+    from .agent import PendingApproval, open_runtime, tool
     from .runtime import (
         GenerateResult,
         LlmAdapter,
@@ -206,7 +207,7 @@ _LAZY = frozenset(
 """Runtime names, imported on first use: the runtime brings asyncio (and with it ssl, logging,
 concurrent.futures), which a program that only builds messages or parses chunks never needs."""
 
-_LAZY_AGENT = frozenset({"open_runtime", "tool"})
+_LAZY_AGENT = frozenset({"PendingApproval", "open_runtime", "tool"})
 """Agent names (layer 7: the runtime, the adapters, the session log), imported on first use."""
 
 

@@ -32,10 +32,10 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      │                   REPLAY_UNRECORDED_SESSION REPLAY_UNCONSUMED
      ├── agent           UNKNOWN_TOOL TOOL_FAILED TOOL_INTERRUPTED TOOL_TIMEOUT NOTHING_TO_RESUME
      │                   LEASE_LOST TURN_IN_PROGRESS TURN_LIMIT TURN_BLOCKED MCP
+     ├── approval        TOOL_DENIED TURN_PAUSED APPROVAL_PENDING UNKNOWN_CALL ALREADY_DECIDED
      └── other           INVALID_ARGS INVARIANT UNKNOWN
 
 Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT TRANSPORT.
-
 `LlmError.from_failure` (every re-raise of a failure) builds the category subclass of the code;
 `LlmError(message, code)` stays a plain `LlmError`. All keep `.code`, `.failure` and `.status`.
 """

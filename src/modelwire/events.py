@@ -13,6 +13,7 @@ from typing import ClassVar, Literal, TypeAlias
 import msgspec
 
 from .errors import ErrorCode, HarnessError
+from .events_approval import ToolDecision
 from .events_fallback import LlmFallback
 from .events_ratelimit import LlmRateLimitWait
 from .events_retry import LlmRetry, LlmRetryStarted
@@ -34,6 +35,7 @@ __all__ = [
     "StepEnd",
     "StepStart",
     "ToolCallRecord",
+    "ToolDecision",
     "ToolResultRecord",
     "TurnAborted",
     "TurnBlocked",
@@ -44,6 +46,7 @@ __all__ = [
     "TurnInterrupted",
     "TurnLimit",
     "TurnMaxTokens",
+    "TurnPaused",
     "TurnStart",
     "UserMessage",
     "decode_event_data",
@@ -68,10 +71,12 @@ class Event(msgspec.Struct, frozen=True, gc=False):  # no cycles: see session/ch
 
 class TurnStart(msgspec.Struct, frozen=True, omit_defaults=True):
     """`turn/start`: a new turn, numbered from 1 per session; `ticket`: the turn queue's ticket
-    it runs (omitted for a turn not run from a queue)."""
+    it runs (omitted for a turn not run from a queue); `resumed_after`: the paused turn `turn`
+    reopened by `resume_turn`, after its step `resumed_after` (omitted for a new turn)."""
 
     turn: int
     ticket: str | None = None
+    resumed_after: int | None = None
 
 
 class AbortCause(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -128,6 +133,12 @@ class TurnLimit(msgspec.Struct, frozen=True, tag="limit", tag_field="kind"):
     kind: ClassVar[Literal["limit"]] = "limit"
 
 
+class TurnPaused(msgspec.Struct, frozen=True, tag="paused", tag_field="kind"):
+    """Tool calls wait for a person's decision (`tool/call` with `needs_approval`)."""
+
+    kind: ClassVar[Literal["paused"]] = "paused"
+
+
 TurnEndReason: TypeAlias = (
     TurnCompleted
     | TurnErrored
@@ -136,6 +147,7 @@ TurnEndReason: TypeAlias = (
     | TurnBlocked
     | TurnInterrupted
     | TurnLimit
+    | TurnPaused
 )
 """Why a turn ended, discriminated by `kind`."""
 
@@ -222,7 +234,8 @@ class AssistantMessage(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=
 
 class ToolCallRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     """`tool/call`: the loop is about to run tool `name` for call `call_id` with raw JSON arguments;
-    `server` names the MCP server of the tool (omitted for the agent's own tools)."""
+    `server` names the MCP server of the tool (omitted for the agent's own tools);
+    `needs_approval`: the call waits for a `tool/decision` (the turn pauses) instead."""
 
     turn: int
     step: int
@@ -230,6 +243,7 @@ class ToolCallRecord(msgspec.Struct, frozen=True, omit_defaults=True):
     name: str
     arguments: str
     server: str | None = None
+    needs_approval: bool = False
 
 
 class ToolResultRecord(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):
@@ -370,6 +384,7 @@ for _name, _struct in (
     ("assistant/message", AssistantMessage),
     ("tool/call", ToolCallRecord),
     ("tool/result", ToolResultRecord),
+    ("tool/decision", ToolDecision),
     ("llm/retry", LlmRetry),
     ("llm/retry-started", LlmRetryStarted),
     ("llm/fallback", LlmFallback),

@@ -21,6 +21,7 @@ COMMANDS = (
     ("sessions", "usage"),
     ("sessions", "export"),
     ("sessions", "resume"),
+    ("sessions", "decide"),
     ("sessions", "rm"),
     ("keys", "set"),
     ("keys", "list"),
@@ -30,6 +31,8 @@ COMMANDS = (
     ("queue", "status"),
     ("queue", "submit"),
     ("queue", "wait"),
+    ("queue", "approve"),
+    ("queue", "deny"),
 )
 
 

@@ -225,6 +225,7 @@ async def test_submit_run_wait_status_and_a_graceful_sigterm(
         "by_worker": {},
         "expired": 0,
         "cancelled": 0,
+        "paused": 0,
     }
     assert re.search(r"^completed\s+2$", text.out, re.MULTILINE), text.out
 

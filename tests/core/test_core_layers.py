@@ -23,6 +23,7 @@ LAYERS = {
     "policy": 2,
     "never": 2,
     "events": 2,
+    "events_approval": 2,
     "events_fallback": 2,
     "events_ratelimit": 2,
     "events_retry": 2,

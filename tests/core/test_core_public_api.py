@@ -117,3 +117,23 @@ def test_module_level_names() -> None:
     for value in (DeepSeekAdapter, Agent, Tool, RetryPlugin, open_log):
         assert callable(value)
     assert set(mw.__all__) <= set(dir(mw))
+
+
+def test_approval_names() -> None:
+    """DESIGN §9, human approval: the names a paused turn is handled with."""
+    from modelwire.agent import Agent, Tool, TurnResult
+
+    pending = mw.PendingApproval("call-1", "pay", '{"amount": 5}')
+    assert (pending.call_id, pending.tool, pending.arguments) == ("call-1", "pay", '{"amount": 5}')
+    assert mw.ErrorCode.TOOL_DENIED == "TOOL_DENIED"
+    paid = Tool("pay", "Pay.", {"type": "object"}, lambda args: "ok", needs_approval=True)
+    assert paid.needs_approval is True
+
+    @mw.tool(needs_approval=lambda ctx, args: args["amount"] > 100)
+    def send(amount: int) -> str:
+        """Send money."""
+        return "sent"
+
+    assert callable(send.needs_approval)
+    assert callable(Agent.decide) and callable(Agent.resume_turn) and callable(Agent.pending)
+    assert TurnResult.__dataclass_fields__["pending"].default == ()

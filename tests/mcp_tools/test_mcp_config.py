@@ -61,9 +61,14 @@ def test_a_bad_section_is_invalid_config_naming_the_key(
     assert error.code == "INVALID_CONFIG" and needle in error.message, error.message
 
 
-def test_needs_approval_in_a_section_is_refused_by_name() -> None:
-    error = _refused({"s": {"command": "x", "needs_approval": ["write"]}})
-    assert error.code == "UNSUPPORTED_OPTION" and "needs_approval" in error.message
+def test_needs_approval_in_a_section_marks_the_tools() -> None:
+    servers = servers_from_config(
+        {"s": {"command": "x", "needs_approval": ["write"]}, "h": {"url": "http://h/mcp"}}
+    )
+    assert servers["s"]._needs_approval == frozenset({"write"})
+    assert servers["h"]._needs_approval is False
+    error = _refused({"s": {"command": "x", "needs_approval": "write"}})
+    assert error.code == "INVALID_CONFIG" and "mcp.s.needs_approval" in error.message
 
 
 def test_bad_arguments_to_the_constructors_name_the_field() -> None:

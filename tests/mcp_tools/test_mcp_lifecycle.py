@@ -206,12 +206,36 @@ async def test_a_clash_found_when_a_lazy_server_lists_ends_the_turn_naming_both(
     assert children() == before
 
 
-async def test_needs_approval_is_refused_until_human_approval_lands() -> None:
-    for value in (True, ("add",)):
-        with pytest.raises(HarnessError) as caught:
-            stdio(needs_approval=value)
-        assert caught.value.code == "UNSUPPORTED_OPTION"
-        assert "needs_approval is not supported yet" in caught.value.message
+@pytest.mark.parametrize("needs", [True, ("add",)], ids=["all", "by-name"])
+async def test_needs_approval_pauses_an_mcp_call_until_a_person_decides(
+    model: LoopbackServer, calls: Path, needs: bool | tuple[str, ...]
+) -> None:
+    log = MemoryLog()
+    model.handlers += [by_request([("t_add", {"a": 1, "b": 2})])] * 3
+    agent = agent_for(model, log, [stdio(calls=calls, needs_approval=needs)])
+    paused = await agent.run_turn("s", "add them")
+    assert paused.reason.kind == "paused" and recorded(calls) == []  # nothing ran on the server
+    [pending] = paused.pending
+    assert (pending.tool, pending.server, pending.arguments) == ("t_add", "t", '{"a": 1, "b": 2}')
+    await agent.decide("s", pending.call_id, True)
+    done = await agent.resume_turn("s")
+    assert done.text == "done: 3" and recorded(calls) == ["add"]  # approved: ran once, for real
+    [result] = of_type(await log.read("s"), "tool/result")
+    assert isinstance(result, ToolResultRecord) and result.server == "t"
+    await agent.close()
+
+
+async def test_a_denied_mcp_call_never_reaches_the_server(
+    model: LoopbackServer, calls: Path
+) -> None:
+    model.handlers += [by_request([("t_add", {"a": 1, "b": 2})], answer="told")] * 3
+    agent = agent_for(model, MemoryLog(), [stdio(calls=calls, needs_approval=True)])
+    [pending] = (await agent.run_turn("s", "add them")).pending
+    await agent.decide("s", pending.call_id, False, "no arithmetic today")
+    done = await agent.resume_turn("s")
+    assert done.text.startswith("told: a person denied") and "no arithmetic today" in done.text
+    assert recorded(calls) == []
+    await agent.close()
 
 
 async def test_async_with_agent_stops_the_started_servers_when_another_cannot_start(

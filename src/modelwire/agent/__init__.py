@@ -7,6 +7,7 @@ The one-line surface: `Agent.from_model("route:model", tools=[...])`, tools from
 
 from __future__ import annotations
 
+from .approval import PendingApproval
 from .context import RunContext
 from .hooks import (
     AgentHooks,
@@ -41,6 +42,7 @@ __all__ = [
     "Block",
     "ErrorContext",
     "GiveUp",
+    "PendingApproval",
     "PreStepContext",
     "RequestErrorContext",
     "RequestErrorDecision",

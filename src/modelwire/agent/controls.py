@@ -1,4 +1,5 @@
-"""What others ask of an agent between and during its turns: `inject`, `cancel`, `close`.
+"""What others ask of an agent between and during its turns: `inject`, `cancel`, `close`, and a
+person's `decide` on a paused turn's calls (`pending` lists them; `approval.py`).
 
 `AgentControls` is the part of `Agent` that holds the per-session inbox of injected messages,
 the signals of the running turns and the disposers of installed plugins.
@@ -12,8 +13,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Self
 
 from ..errors import ErrorCode, HarnessError
-from ..session.events import AbortCause
+from ..session.events import AbortCause, ToolDecision
+from ..session.log import SessionLog
 from ..vocab import Message
+from .approval import PendingApproval, approval_state, decide
 from .cancel import TurnSignal
 from .inputs import UserInput, as_user_message
 
@@ -22,6 +25,8 @@ __all__ = ["AgentControls"]
 
 class AgentControls:
     """The inbox, the running turns' signals and the plugin disposers of one agent."""
+
+    log: SessionLog
 
     def __init__(self) -> None:
         self._inbox: dict[str, list[Message]] = {}
@@ -54,6 +59,26 @@ class AgentControls:
         finally:
             if self._signals.get(session_id) is signal:
                 del self._signals[session_id]
+
+    async def decide(
+        self,
+        session_id: str,
+        call_id: str,
+        approve: bool,
+        reason: str | None = None,
+        *,
+        by: str | None = None,
+    ) -> ToolDecision:
+        """Approve or deny pending call `call_id` of the paused turn of `session_id`: logs
+        `tool/decision` (`reason`: what the model is told of a denial; `by`: who decided). The
+        same answer twice is a no-op; see `approval.decide` for what is refused. Any process
+        may decide; `resume_turn` continues the turn once every pending call is decided."""
+        return await decide(self.log, session_id, call_id, approve, reason, by=by)
+
+    async def pending(self, session_id: str) -> tuple[PendingApproval, ...]:
+        """The calls of the paused turn of `session_id` that wait for a decision, decided or
+        not (empty when no turn is paused), read from the log."""
+        return (await approval_state(self.log, session_id)).waiting
 
     async def close(self) -> None:
         """Cancel running turns (cause `disposed`), run plugin disposers in reverse order, then

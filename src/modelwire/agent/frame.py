@@ -23,8 +23,10 @@ from ..session.events import (
     TurnEnd,
     TurnEndReason,
     TurnErrored,
+    TurnPaused,
 )
 from ..vocab import Message, StreamChunk
+from .approval import ApprovalState
 from .cancel import TurnCancelled, TurnSignal
 from .hooks import AgentHooks, AgentLike, ErrorContext, TurnHookContext
 from .limits import UsageLimits
@@ -124,7 +126,9 @@ async def run_frame(
         if failed is not None:
             raise failed
         raise HarnessError(f"session {sid!r}: turn {turn} was not ended", ErrorCode.LOG_UNAVAILABLE)
-    messages = derive_messages(await log.read(sid, state.start_seq, chunks=False))
+    events = await log.read(sid, state.start_seq, chunks=False)
+    messages = derive_messages(events)
+    paused = isinstance(reason, TurnPaused)
     report = state.sink.tally.report()
     result: TurnResult[Any] = TurnResult(  # Any: the turn's output type
         turn,
@@ -133,6 +137,7 @@ async def run_frame(
         state.output,
         usage=report.turns.get(turn, ZERO_USAGE),
         cost=report.turns_cost.get(turn),
+        pending=ApprovalState.fold(events).waiting if paused else (),
     )
     if output is None and (isinstance(reason, TurnCompleted) or state.answered):  # the text
         result = replace(result, output=result.text)

@@ -341,17 +341,17 @@ class Agent(AgentControls, Generic[OutputT]):
     async def resume_turn(
         self, session_id: str, *, output_type: object = None, lease: Lease | None = None
     ) -> TurnResult[Any]:  # Any: the agent's output type, or this turn's `output_type`
-        """Continue the turn a dead process left open in `session_id`, under the same number.
+        """Continue the turn a dead process left open, or the paused turn, of `session_id`.
 
-        Unlike `run_turn` nothing is abandoned: an open Step without a committed message goes on
-        with its next attempt (a retry the dead process decided is honoured: only the rest of its
-        wait, then `llm/retry-started`; an undecided failure runs `on_request_error` again); an
-        open Step whose message was committed gets `TOOL_INTERRUPTED` results for the tool calls
-        without a result (tools are never run twice) and its `step/end`; then Steps go on until
-        no tool calls remain. Only for a turn whose process is gone: the lease is taken first, so
-        a live holder's turn is refused (`TURN_IN_PROGRESS`). No open turn (or no such session)
-        raises `HarnessError` `NOTHING_TO_RESUME`; everything else is as in `run_turn`, limits
-        included (steps and tokens counted from the log).
+        Nothing is abandoned: an open Step without a committed message goes on with its next
+        attempt (a retry the dead process decided is honoured: only the rest of its wait; an
+        undecided failure runs `on_request_error` again); an open Step whose message was
+        committed gets `TOOL_INTERRUPTED` results for the calls without one (tools never run
+        twice) and its `step/end`. A paused turn whose calls are all decided (`decide`; else
+        `APPROVAL_PENDING`) runs its approved calls once and answers its denied ones
+        `TOOL_DENIED`. Then Steps go on until no tool calls remain. The lease is taken first (a
+        live holder's turn: `TURN_IN_PROGRESS`). Nothing to resume (or no such session) is
+        `NOTHING_TO_RESUME`; the rest is as in `run_turn`, limits counted from the log.
         """
         self._check_usable()
         output = self._output(output_type)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -17,11 +17,12 @@ from ..session.events import (
     StepStart,
     ToolResultRecord,
     TurnEnd,
+    TurnPaused,
     TurnStart,
     UserMessage,
 )
 from ..session.log import SessionLog
-from ..vocab import AdapterDefaults, CallConfig, Message, ToolCallBlock, ToolSchema
+from ..vocab import AdapterDefaults, CallConfig, Message, ToolCallBlock, ToolSchema, ToolSource
 
 __all__ = [
     "LogView",
@@ -29,19 +30,41 @@ __all__ = [
     "canonical_header",
     "derive_messages",
     "headers_equal",
+    "place_result",
 ]
 
 _HEADER_ENCODER = msgspec.json.Encoder()
 _HEADER_DECODER = msgspec.json.Decoder(EpochHeader)
 
 
+def _call_order(message: Message) -> dict[str, int]:
+    return {b.id: i for i, b in enumerate(message.content) if isinstance(b, ToolCallBlock)}
+
+
+def place_result(messages: list[Message], message: Message, order: Mapping[str, int]) -> None:
+    """Append tool-result `message`, placed among the results right before it by the call order
+    of their assistant message (`order`: call id → index), so the model reads results in call
+    order even when a decided call's result was logged after later calls' (O(1) when in order)."""
+    index = order.get(message.source.call_id) if isinstance(message.source, ToolSource) else None
+    at = len(messages)
+    if index is not None:
+        while at > 0:
+            source = messages[at - 1].source
+            if not isinstance(source, ToolSource) or order.get(source.call_id, -1) < index:
+                break
+            at -= 1
+    messages.insert(at, message)
+
+
 def derive_messages(events: Iterable[Event]) -> tuple[Message, ...]:
-    """The model-visible conversation: user messages, non-empty assistant messages, tool results.
+    """The model-visible conversation: user messages, non-empty assistant messages, tool results
+    (in the call order of their assistant message, `place_result`).
 
     Chunks, retry records, request facts and boundaries contribute nothing, so every attempt of a
     Step derives exactly what the previous one did plus anything legitimately appended meanwhile.
     """
     out: list[Message] = []
+    order: dict[str, int] = {}
     for event in events:
         data = event.data
         if isinstance(data, UserMessage):
@@ -49,8 +72,9 @@ def derive_messages(events: Iterable[Event]) -> tuple[Message, ...]:
         elif isinstance(data, AssistantMessage):
             if data.message.content:
                 out.append(data.message)
+                order = _call_order(data.message)
         elif isinstance(data, ToolResultRecord):
-            out.append(data.message)
+            place_result(out, data.message, order)
     return tuple(out)
 
 
@@ -97,6 +121,8 @@ class LogView:
         "next_seq",
         "open_step",
         "open_turn",
+        "order",
+        "paused",
         "unanswered",
     )
 
@@ -109,6 +135,8 @@ class LogView:
         self.messages: list[Message] = []
         self.open_turn: int | None = None
         self.open_step: tuple[int, int] | None = None
+        self.paused: int | None = None  # the last turn, when it ended paused (`approval.py`)
+        self.order: dict[str, int] = {}  # call order of the latest assistant message's calls
         self.unanswered: dict[str, tuple[int, int, str]] = {}
         """Tool calls of committed assistant messages without a `tool/result`: id → (turn, step,
         name). Non-empty only after a turn was cut off between a commit and its tool results."""
@@ -130,17 +158,19 @@ class LogView:
             elif isinstance(data, AssistantMessage):
                 if data.message.content:
                     messages.append(data.message)
+                    self.order = _call_order(data.message)
                     for block in data.message.content:
                         if isinstance(block, ToolCallBlock):
                             self.unanswered[block.id] = (data.turn, data.step, block.name)
             elif isinstance(data, ToolResultRecord):
-                messages.append(data.message)
+                place_result(messages, data.message, self.order)
                 self.unanswered.pop(data.call_id, None)
             elif isinstance(data, TurnStart):
                 self.last_turn = data.turn
-                self.open_turn, self.open_step = data.turn, None
+                self.open_turn, self.open_step, self.paused = data.turn, None, None
             elif isinstance(data, TurnEnd):
                 self.open_turn = None
+                self.paused = data.turn if isinstance(data.reason, TurnPaused) else None
             elif isinstance(data, StepStart):
                 self.open_step = (data.turn, data.step)
             elif isinstance(data, StepEnd):

@@ -17,8 +17,10 @@ from ..session.events import (
     TurnErrored,
     TurnInterrupted,
     TurnMaxTokens,
+    TurnPaused,
 )
 from ..vocab import LlmFailure, Message, TextBlock, TokenUsage
+from .approval import PendingApproval
 
 if TYPE_CHECKING:
     from typing_extensions import TypeVar
@@ -41,7 +43,8 @@ class TurnResult(Generic[OutputT]):
     text; None unless the turn completed — or passed a token budget in its last step, whose
     answer it still holds), and what its provider calls were billed: `usage` (every bucket an
     int, failed attempts included) and `cost` (USD, None when a price is unknown), the figures
-    `modelwire sessions usage` shows for the turn."""
+    `modelwire sessions usage` shows for the turn. A paused turn (`reason.kind == "paused"`)
+    lists the calls waiting for a decision in `pending` (call order; empty otherwise)."""
 
     turn: int
     reason: TurnEndReason
@@ -49,6 +52,7 @@ class TurnResult(Generic[OutputT]):
     output: OutputT | None = None
     usage: TokenUsage = _NO_USAGE
     cost: Decimal | None = None
+    pending: tuple[PendingApproval, ...] = ()
 
     @property
     def failure(self) -> LlmFailure | None:
@@ -71,8 +75,8 @@ class TurnResult(Generic[OutputT]):
     def raise_for_failure(self) -> Self:
         """This result when the turn completed; otherwise why it did not, raised: an error as
         the `LlmError` category of its code (`mw.AuthError`, `mw.RateLimitError`, ...), a
-        limit or a cut-off answer as `mw.TurnLimitError`, a cancelled or blocked turn as
-        `LlmError` `ABORTED` / `TURN_BLOCKED`. `agent.run_sync(...).raise_for_failure().output`."""
+        limit or a cut-off answer as `mw.TurnLimitError`, a cancelled, blocked or paused turn
+        as `LlmError` `ABORTED` / `TURN_BLOCKED` / `TURN_PAUSED`. `agent.run_sync(...).raise_for_failure().output`."""
         error = turn_error(self.reason)
         if error is not None:
             raise error
@@ -108,6 +112,12 @@ def turn_error(reason: TurnEndReason) -> LlmError | None:  # noqa: RET503 - asse
             return LlmError(f"the turn was cancelled ({cause.kind}{why})", ErrorCode.ABORTED)
         case TurnBlocked():
             return LlmError("a pre-step hook blocked the turn", ErrorCode.TURN_BLOCKED)
+        case TurnPaused():
+            return LlmError(
+                "the turn is paused: tool calls wait for a person's decision (see "
+                "TurnResult.pending; agent.decide, then agent.resume_turn)",
+                ErrorCode.TURN_PAUSED,
+            )
         case TurnInterrupted():
             return LlmError(
                 "the turn was interrupted: its process stopped before the turn ended",

@@ -24,7 +24,7 @@ With a typed output the last Step's answer is judged again from the log (a rejec
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import ErrorCode, HarnessError, LlmError
 from ..session.events import (
@@ -106,7 +106,8 @@ class ResumePoint:
     attempt number (0: none); `finish` the terminal chunk of the message's attempt, or else of the
     last attempt; `failure` the last attempt's failure when no retry decision followed it;
     `pending` an `llm/retry` event decided after the last attempt whose `llm/retry-started` is
-    missing.
+    missing; `reopened` that the turn is a paused one reopened (`turn/start {resumed_after}`,
+    `step` its paused Step) that started no Step since.
     """
 
     turn: int
@@ -117,6 +118,7 @@ class ResumePoint:
     finish: FinishReason | None
     failure: LlmFailure | None
     pending: Event | None
+    reopened: bool = False
 
 
 def resume_point(events: Sequence[Event]) -> ResumePoint:
@@ -127,7 +129,7 @@ def resume_point(events: Sequence[Event]) -> ResumePoint:
             "resume_point needs the events of a turn, starting at its turn/start",
             ErrorCode.INVARIANT,
         )
-    turn, step, step_open, attempt = first.turn, 0, False, 0
+    turn, step, step_open, attempt = first.turn, first.resumed_after or 0, False, 0
     message: AssistantMessage | None = None
     finishes: dict[int, FinishReason] = {}
     pending: Event | None = None
@@ -167,7 +169,9 @@ def resume_point(events: Sequence[Event]) -> ResumePoint:
     failure = None
     if message is None and not decided and isinstance(finish, (Error, Aborted)):
         failure = finish.failure
-    return ResumePoint(turn, step, step_open, message, attempt, finish, failure, pending)
+    reopened = first.resumed_after is not None and step == first.resumed_after and not step_open
+    point = ResumePoint(turn, step, step_open, message, attempt, finish, failure, pending)
+    return replace(point, reopened=reopened and message is None)
 
 
 async def resume_step(
@@ -201,6 +205,8 @@ async def resume_step(
             await log.append_many(sid, facts)
     if point.step == 0:
         return None
+    if point.reopened:  # the decided calls' results (or their TOOL_INTERRUPTED) go to the model
+        return StepOutcome(max_tokens=False, ran_tools=True)
     message = point.message
     if message is None:
         if point.failure is not None:  # the Step ended in error before the turn could

@@ -1,12 +1,10 @@
 """The step object, `StepRunner`: one Step's attempts, its request-error decision, its tool calls.
 
 A `StepRunner` owns what a Step needs (log, runtime, hooks, tools, the turn's request seed) and
-holds the one request-building path, shared by a running Step and a resumed one (`resume.py`):
-seed config → `on_request` → `prepare_call` → header and context facts → the request (F.3).
+holds the one request-building path, shared by a running Step and a resumed one (`resume.py`).
 
-A retry is another attempt of the same Step: same turn, same step, a new attempt number, a fresh
-assembler and chunk-seq list, and the request re-derived from the log. `carry_on` carries on a
-Step a dead process left open: no new `step/start`, attempts numbered on.
+A retry is another attempt of the same Step (a new attempt number, the request re-derived from
+the log). `carry_on` carries on a Step a dead process left open: attempts numbered on.
 
 With a typed output (`output`), each request asks for it as the route allows (`output.py`), and
 the Step's outcome carries the verdict on its answer; an attempt the runtime ends in
@@ -91,12 +89,14 @@ class StepFrame:
 
 @dataclass(frozen=True, slots=True)
 class StepOutcome:
-    """How a Step ended: whether it hit the token limit, whether tool results follow and, with a
-    typed output, the verdict on its answer (None: none yet, the turn goes on)."""
+    """How a Step ended: whether it hit the token limit, whether tool results follow, with a
+    typed output the verdict on its answer (None: none yet), and whether calls wait for approval
+    (`paused`: the turn pauses)."""
 
     max_tokens: bool
     ran_tools: bool
     verdict: Verdict | None = None
+    paused: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,9 +183,8 @@ class StepRunner:
 
     async def served_by(self, view: LogView) -> tuple[str, RetryPolicy | None]:
         """The provider and retry policy of the last attempt's call, re-prepared from the log:
-        the latest `request/header` is the one the attempt was built under; its config (minus
-        the adapter-defaulted fields, as every later request seeds it) is prepared again, which
-        binds the route's current registration and its policy. No route means no policy."""
+        the latest `request/header`'s config (as every later request seeds it) is prepared
+        again, binding the route's current registration and policy (no route: no policy)."""
         config = self.seed.config(view.latest_header, first_request=view.latest_header is None)
         prepared = await self._prepare(config)
         if prepared is None:
@@ -209,7 +208,9 @@ class StepRunner:
                 limit=self.max_parallel_tools,
                 final=self.output if answer.final_offered else None,
             )
-            await tools.run(frame.session.session_id, frame.turn, frame.step, frame.signal, calls)
+            sid = frame.session.session_id
+            if await tools.run(sid, frame.turn, frame.step, frame.signal, calls):
+                return StepOutcome(max_tokens=False, ran_tools=True, paused=True)
             verdict = None
             if self.output is not None:
                 verdict = judge(self.output, answer.final_offered, answer.message)

@@ -10,7 +10,9 @@ for them (no task outlives the step); calls left without a result are answered
 tool again instead, `rerun.py`), as a sequential step's would be. Every call runs inside the
 agent's `on_tool` wrappers (an `execute_tool` span, say), in its own task; a call of the
 final-answer tool is answered there by validating its arguments. A call given a `settled` outcome (a resumed Step's answer to a call it
-does not run again) is neither logged nor run: that outcome is committed in its place.
+does not run again) is neither logged nor run: that outcome is committed in its place. A call
+whose tool asks for a person's approval (`approval.py`) is logged `needs_approval` and left for
+the decision: the others run, and their results are committed in call order around it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ..errors import ErrorCode
 from ..session.events import ToolCallRecord, ToolResultRecord
 from ..session.log import SessionLog
 from ..vocab import ToolCallBlock, tool_result_message
+from .approval import asks_approval
 from .cancel import TurnSignal, cancellation
 from .context import RunContext
 from .hooks import AgentLike, ToolHookContext
@@ -65,6 +68,20 @@ class ToolRun:
         tool = self.tools.get(name)
         return None if tool is None else tool.server
 
+    def _context(
+        self, sid: str, turn: int, step: int, signal: TurnSignal, call: ToolCallBlock
+    ) -> RunContext:
+        return RunContext(
+            agent=self.agent,
+            log=self.log,
+            session_id=sid,
+            turn=turn,
+            step=step,
+            call_id=call.id,
+            tool=call.name,
+            signal=signal,
+        )
+
     async def run(
         self,
         sid: str,
@@ -74,26 +91,47 @@ class ToolRun:
         calls: Sequence[ToolCallBlock],
         *,
         settled: Mapping[str, ToolOutcome] | None = None,
-    ) -> None:
+        logged: bool = False,
+    ) -> tuple[str, ...]:
         """Log, run and answer `calls`; a call whose id `settled` maps to an outcome is answered
-        with it, in call order, and not run (see the module docstring)."""
+        with it, in call order, and not run (see the module docstring). A call whose tool asks
+        for approval is logged `needs_approval` and neither run nor answered: the ids of such
+        calls are returned. `logged`: the `tool/call` records are in the log already (approved
+        calls of a resumed turn), so none is appended and no approval is asked again."""
         if not calls:
-            return
+            return ()
         if signal.cancelled:
             raise cancellation()
-        given = settled or {}
+        given = dict(settled or {})
         running = [c for c in calls if c.id not in given]
-        if running:
+        asks: set[str] = set()
+        if running and not logged:
+            for c in running:
+                if (self.final is None or c.name != FINAL_TOOL) and await asks_approval(
+                    self.tools.get(c.name), c, self._context(sid, turn, step, signal, c)
+                ):
+                    asks.add(c.id)
             # Durable before any tool runs: a successor never asks again for calls that ran.
-            runs_tools = any(self.final is None or c.name != FINAL_TOOL for c in running)
+            runs_tools = any(
+                (self.final is None or c.name != FINAL_TOOL) and c.id not in asks for c in running
+            )
             await self.log.append_many(
                 sid,
                 [
-                    ToolCallRecord(turn, step, c.id, c.name, c.arguments, self._server(c.name))
+                    ToolCallRecord(
+                        turn,
+                        step,
+                        c.id,
+                        c.name,
+                        c.arguments,
+                        self._server(c.name),
+                        needs_approval=c.id in asks,
+                    )
                     for c in running
                 ],
-                barrier=runs_tools,
+                barrier=runs_tools or bool(asks),
             )
+        calls = [c for c in calls if c.id not in asks]
         gate = asyncio.Semaphore(self.limit)
 
         async def one(call: ToolCallBlock) -> ToolOutcome:
@@ -108,16 +146,7 @@ class ToolRun:
                         return _final_outcome(final, call)
 
                     return await self.agent.hooks.on_tool.run(hooked, answer)
-                context = RunContext(
-                    agent=self.agent,
-                    log=self.log,
-                    session_id=sid,
-                    turn=turn,
-                    step=step,
-                    call_id=call.id,
-                    tool=call.name,
-                    signal=signal,
-                )
+                context = self._context(sid, turn, step, signal, call)
                 return await self.agent.hooks.on_tool.run(
                     hooked, lambda: run_tool_call(call, self.tools, context, sleep=self.sleep)
                 )
@@ -156,3 +185,4 @@ class ToolRun:
             await asyncio.gather(*started, watch, return_exceptions=True)
         if signal.cancelled:
             raise cancellation()
+        return tuple(c.id for c in running if c.id in asks)

@@ -22,9 +22,10 @@ from ..vocab import (
     freeze_json,
 )
 from ..vocab.json import JsonValue
+from .context import RunContext
 from .signature import TOOL_NAME, Signature, signature_of, text_parameter
 
-__all__ = ["Tool", "ToolFn", "ToolResultValue", "tool"]
+__all__ = ["ApprovalRule", "Tool", "ToolFn", "ToolResultValue", "tool"]
 
 ToolResultValue: TypeAlias = str | Sequence[ContentBlock] | JsonValue
 """What a tool function may return: text, content blocks, or any JSON value (rendered compactly;
@@ -32,6 +33,11 @@ msgspec structs and dataclasses too)."""
 
 ToolFn: TypeAlias = Callable[[dict[str, JsonValue]], ToolResultValue | Awaitable[ToolResultValue]]
 """A hand-written tool implementation: receives the parsed argument object; sync or async."""
+
+ApprovalRule: TypeAlias = bool | Callable[[RunContext, dict[str, JsonValue]], object]
+"""`needs_approval`: True/False, or a rule `(ctx, args) -> bool` (sync or async) evaluated
+before each call on its `RunContext` and parsed arguments (a free-text tool's: `{"input": text}`);
+a rule that raises asks for approval."""
 
 _PROVIDER_TOOLS = ("apply_patch", "local_shell")
 
@@ -46,7 +52,8 @@ class Tool:
     after its process died runs an unanswered call of this tool again instead of answering it
     `TOOL_INTERRUPTED`. `signature` is set by `from_function` and decides how `fn` is called.
     `server` (keyword) names the MCP server whose tool this is (None: the agent's own); its
-    `tool/call` and `tool/result` events carry it.
+    `tool/call` and `tool/result` events carry it. `needs_approval` (keyword, an `ApprovalRule`)
+    makes a call wait for a person: the turn pauses (`approval.py`) until it is decided.
 
     `free_text` (keyword, a `FreeText`) makes it a free-text tool: the model writes raw text
     (optionally in a grammar) instead of JSON arguments, and `fn` receives that text (a typed
@@ -69,6 +76,7 @@ class Tool:
     server: str | None = field(default=None, kw_only=True)
     free_text: FreeText | None = field(default=None, kw_only=True)
     provider_tool: ProviderTool | None = field(default=None, kw_only=True)
+    needs_approval: ApprovalRule = field(default=False, kw_only=True, compare=False)
 
     @property
     def parameters(self) -> Mapping[str, JsonValue]:
@@ -99,6 +107,12 @@ class Tool:
         if not isinstance(self.idempotent, bool):
             raise HarnessError(
                 f"tool {self.name!r}: idempotent must be True or False, got {self.idempotent!r}",
+                ErrorCode.INVALID_CONFIG,
+            )
+        if not isinstance(self.needs_approval, bool) and not callable(self.needs_approval):
+            raise HarnessError(
+                f"tool {self.name!r}: needs_approval must be True, False or a function "
+                f"(ctx, args) -> bool, got {self.needs_approval!r}",
                 ErrorCode.INVALID_CONFIG,
             )
         self._check_kind()
@@ -138,13 +152,14 @@ class Tool:
         timeout_ms: float | None = None,
         free_text: FreeText | None = None,
         provider_tool: ProviderTool | None = None,
+        needs_approval: ApprovalRule = False,
     ) -> Tool:
         """A tool from a typed function (sync or async): name from `fn.__name__`, description
         and parameter texts from its docstring, parameters schema from its type hints.
 
         `idempotent=True`: safe to run twice: a turn resumed after its process died runs an
         unanswered call of this tool again instead of answering it `TOOL_INTERRUPTED`.
-        `free_text` / `provider_tool`: see `Tool` (a free-text function takes exactly one
+        `free_text` / `provider_tool` / `needs_approval`: see `Tool` (a free-text function takes exactly one
         `str` parameter, besides an optional `RunContext`).
 
         An unannotated parameter, a type without a JSON Schema, `*args`/`**kwargs` or a name
@@ -171,6 +186,7 @@ class Tool:
             free_text=free_text,
             provider_tool=provider_tool,
             idempotent=idempotent,
+            needs_approval=needs_approval,
         )
 
     def __call__(self, *args: object, **kwargs: object) -> object:
@@ -200,6 +216,7 @@ def tool(
     timeout_ms: float | None = None,
     free_text: FreeText | None = None,
     provider_tool: ProviderTool | None = None,
+    needs_approval: ApprovalRule = False,
 ) -> Callable[[Callable[..., object]], Tool]: ...
 def tool(
     fn: Callable[..., object] | None = None,
@@ -211,9 +228,10 @@ def tool(
     timeout_ms: float | None = None,
     free_text: FreeText | None = None,
     provider_tool: ProviderTool | None = None,
+    needs_approval: ApprovalRule = False,
 ) -> Tool | Callable[[Callable[..., object]], Tool]:
     """Decorator: `@tool` or `@tool(name=..., description=..., idempotent=..., timeout_ms=...,
-    free_text=..., provider_tool=...)` makes a typed function a `Tool` (see
+    free_text=..., provider_tool=..., needs_approval=...)` makes a typed function a `Tool` (see
     `Tool.from_function`). `idempotent=True`: safe to run twice: a turn resumed after its
     process died runs an unanswered call of this tool again instead of answering it
     `TOOL_INTERRUPTED`."""
@@ -227,6 +245,7 @@ def tool(
             timeout_ms=timeout_ms,
             free_text=free_text,
             provider_tool=provider_tool,
+            needs_approval=needs_approval,
         )
 
     if fn is not None:

@@ -15,11 +15,22 @@ from dataclasses import dataclass, field
 from ..errors import ErrorCode, HarnessError, OutputInvalidError
 from ..events import OutputCorrection
 from ..meter import TokenMeter
-from ..session.events import TurnBlocked, TurnCompleted, TurnEndReason, TurnMaxTokens, TurnStart
+from ..session.events import (
+    ToolCallRecord,
+    ToolDecision,
+    TurnBlocked,
+    TurnCompleted,
+    TurnEndReason,
+    TurnMaxTokens,
+    TurnPaused,
+    TurnStart,
+)
 from ..session.log import SessionLog
 from ..vocab import Message
+from .approval import ApprovalState
 from .cancel import TurnSignal, cancellation
 from .chunks import CallSink
+from .decided import settle_decided
 from .hooks import AgentHooks, AgentLike, Block, PreStepContext
 from .limits import TurnUsage, UsageLimits, exceeded, over_budget
 from .output import Accepted, Rejected
@@ -49,6 +60,8 @@ class TurnState:
     output: object = None
     answered: bool = False
     sink: CallSink = field(default_factory=CallSink)
+    decided: tuple[tuple[ToolCallRecord, ToolDecision], ...] | None = None  # a reopened pause
+    usage_from: int | None = None  # where the turn's usage is read from (None: start_seq)
 
 
 async def open_new(
@@ -64,7 +77,10 @@ async def open_new(
     """A new turn of `sid` (`turn/start`, with `ticket`), after the repair of an open turn a
     dead writer left (`ours`: this agent's own, or its holder proved gone). One conditional
     append: the repair and the turn number are decisions derived from the view, so they land
-    only if no other writer appended since (else `STALE_WRITE`)."""
+    only if no other writer appended since (else `STALE_WRITE`). A paused last turn is
+    `TURN_PAUSED`: its calls wait for decisions, and `resume_turn` continues it."""
+    if view.paused is not None:
+        raise await _paused_error(log, sid)
     turn = view.last_turn + 1
     facts = [*repair_facts(sid, view, ours, now, repair_after_ms), TurnStart(turn, ticket)]
     events = await log.append_many(sid, facts, expect_seq=view.next_seq)
@@ -73,8 +89,12 @@ async def open_new(
 
 async def open_resumed(log: SessionLog, sid: str, view: LogView) -> TurnState:
     """The state of the open turn of `sid` a dead process left, read from the log (its Steps and
-    output corrections so far); no open turn is `NOTHING_TO_RESUME`."""
+    output corrections so far); no open turn is `NOTHING_TO_RESUME`. A paused turn whose calls
+    are all decided is reopened (`turn/start {resumed_after}`, durable before any approved call
+    runs; a call still undecided is `APPROVAL_PENDING` naming them all)."""
     start = await log.latest(sid, "turn/start")
+    if view.open_turn is None and view.paused is not None and start is not None:
+        return await _reopen(log, sid, view, start.seq)
     if view.open_turn is None or start is None:
         missing = "" if await log.exists(sid) else " (the session does not exist)"
         raise HarnessError(
@@ -87,6 +107,41 @@ async def open_resumed(log: SessionLog, sid: str, view: LogView) -> TurnState:
     state.corrected_step = max(steps, default=0)
     state.sink.tally = await TokenMeter.from_log(log, sid)  # the calls the dead process made
     return state
+
+
+def _listed(state: ApprovalState, undecided: bool) -> str:
+    calls = state.undecided if undecided else state.waiting
+    return ", ".join(f"{p.call_id} ({p.tool} {p.arguments})" for p in calls)
+
+
+async def _paused_error(log: SessionLog, sid: str) -> HarnessError:
+    state = ApprovalState.fold(await log.read(sid, chunks=False))
+    return HarnessError(
+        f"session {sid!r}: turn {state.paused_turn} is paused, waiting for decisions on tool "
+        f"calls {_listed(state, False)}; decide them (agent.decide) and resume the turn "
+        "(agent.resume_turn) before a new turn starts",
+        ErrorCode.TURN_PAUSED,
+    )
+
+
+async def _reopen(log: SessionLog, sid: str, view: LogView, start_seq: int) -> TurnState:
+    """Reopen the paused turn of `sid` once every waiting call is decided (see open_resumed)."""
+    state = ApprovalState.fold(await log.read(sid, start_seq, chunks=False))
+    turn = state.paused_turn
+    if turn is None:  # the view said paused: an earlier turn/start holds the pending calls
+        state = ApprovalState.fold(await log.read(sid, chunks=False))
+        turn = state.paused_turn
+    assert turn is not None
+    if state.undecided:
+        raise HarnessError(
+            f"session {sid!r}: turn {turn} cannot resume yet: tool calls "
+            f"{_listed(state, True)} still wait for a decision (agent.decide)",
+            ErrorCode.APPROVAL_PENDING,
+        )
+    reopen = TurnStart(turn, state.ticket, resumed_after=state.paused_step)
+    event = await log.append(sid, reopen, barrier=True, expect_seq=view.next_seq)
+    decided = tuple((state.pending[p.call_id], state.decisions[p.call_id]) for p in state.waiting)
+    return TurnState(turn, event.seq, state.paused_step, decided=decided, usage_from=0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,7 +163,8 @@ class TurnLoop:
     async def run(self, state: TurnState) -> TurnEndReason:
         """Run Steps until no tool calls (and no injected messages) remain; the turn's reason
         (a token budget the last step passed: that limit, see `limits.py`)."""
-        usage = TurnUsage(self.log, self.session.session_id, state.turn, state.start_seq)
+        start = state.start_seq if state.usage_from is None else state.usage_from
+        usage = TurnUsage(self.log, self.session.session_id, state.turn, start)
         reason = await self._steps(state, usage)
         if self.usage_limits is not None and isinstance(reason, (TurnCompleted, TurnMaxTokens)):
             over = await over_budget(self.usage_limits, usage)
@@ -122,6 +178,11 @@ class TurnLoop:
         sid = session.session_id
         max_tokens = False
         more = True
+        if state.decided is not None:
+            frame = StepFrame(session, signal, state.turn, state.step, state.sink)
+            await settle_decided(runner, frame, state.decided)
+            if signal.cancelled:
+                raise cancellation()
         if state.resumed is not None:
             frame = StepFrame(session, signal, state.turn, state.step, state.sink)
             settled = await resume_step(runner, frame, state.resumed)
@@ -159,6 +220,8 @@ class TurnLoop:
             state.entered = []
             frame = StepFrame(session, signal, state.turn, state.step, state.sink)
             outcome = await runner.run(frame, tuple(decision))
+            if outcome.paused:
+                return TurnPaused()
             max_tokens = max_tokens or outcome.max_tokens
             more = outcome.ran_tools or bool(self.inbox.get(sid))
             if await self._answered(state, outcome):

@@ -6,7 +6,11 @@ A continued session keeps its route, model and system prompt unless `-m`/`-s` sa
 Which route and model: `-m route:model` (or `-m model`, or `--provider`), else the session's,
 else the config file's `[default]`, else the built-in `deepseek` route and its first model.
 `--mcp NAME` adds the tools of the config file's `[mcp.NAME]` server (started before the log is
-opened, so one that cannot start fails first; stopped at the end).
+opened, so one that cannot start fails first; stopped at the end). `--agent MODULE:FACTORY`
+(as for `modelwire worker`) runs the user's agent instead, with its tools, route and model.
+A turn that pauses for approvals asks y/N on a terminal, else prints how to decide
+(`chatprompt.py`); a continued session whose last turn is paused is settled first (asked, or
+resumed once decided; then PROMPT, if any, is the next turn).
 
 Output and exit codes: see `chatview` (stdout holds only the answer) and `errors` (0 answer,
 1 failed turn, 2 usage error, 130 cancelled).
@@ -14,9 +18,10 @@ Output and exit codes: see `chatview` (stdout holds only the answer) and `errors
 
 from __future__ import annotations
 
+import inspect
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from rich.text import Text
@@ -24,13 +29,15 @@ from rich.text import Text
 from ..session import RequestHeader
 from .chatopts import combine_prompt, parse_options, read_stdin_prompt
 from .chatoutput import outcome_json, print_answer, report_outcome
-from .chatsession import ChatSession
+from .chatsession import AgentMaker, Approver, ChatSession
 from .config import load_config
 from .errors import fail
 from .routes import BUILTIN_ROUTE, Route, RouteSet, build_routes, choose_model
 
 if TYPE_CHECKING:
+    from ..agent import Agent
     from ..session import SessionLog
+    from ..workers import AgentFactory
     from .chatview import ChatView
 
 __all__ = ["ChatRequest", "choose_model", "run_chat"]
@@ -58,6 +65,25 @@ class ChatRequest:
     as_json: bool = False
     config_path: str | None = None
     log_option: str | None = None
+    agent: str | None = None
+
+
+def _check_agent(request: ChatRequest) -> None:
+    """`--agent` brings its own route, model, system prompt, tools and options."""
+    flags = (
+        ("-m", request.model),
+        ("--provider", request.provider),
+        ("-s", request.system),
+        ("--tool", request.tools),
+        ("--mcp", request.mcp),
+        ("-o", request.options),
+    )
+    given = [flag for flag, value in flags if value]
+    if given:
+        fail(
+            f"--agent {request.agent} brings its own route, model, system prompt, tools and "
+            f"options: drop {', '.join(given)}"
+        )
 
 
 async def _pick_route(
@@ -143,41 +169,63 @@ async def run_chat(request: ChatRequest) -> int:
     interactive = request.prompt is None and sys.stdin is not None and sys.stdin.isatty()
     if interactive and request.as_json:
         fail("--json prints one answer: pass PROMPT or pipe the prompt on stdin")
-    prompt = None if interactive else combine_prompt(request.prompt, read_stdin_prompt())
+    continuing = request.continue_last or request.session_id is not None
+    prompt = None
+    if not interactive:
+        piped = read_stdin_prompt()
+        if request.prompt is not None or not continuing or (piped or "").strip():
+            prompt = combine_prompt(request.prompt, piped)  # else: settle a paused turn only
     options = parse_options(request.options)
     tools = resolve_tools(request.tools)
     config = load_config(request.config_path)
     routes = build_routes(config)
     servers = chosen_servers(config, request.mcp)
-    continuing = request.continue_last or request.session_id is not None
-    if not continuing:  # a missing key or unknown model fails before the log is touched
+    factory = None
+    if request.agent is not None:
+        from .worker import load_factory
+
+        _check_agent(request)
+        factory = load_factory(request.agent)
+    elif not continuing:  # a missing key or unknown model fails before the log is touched
         await _pick_route(request, routes, None)
     async with running(servers), open_cli_log(request.log_option) as (log, url):
         session_id, header = await _pick_session(log, url, request)
-        route, model, system = await _pick_route(request, routes, header)
+        if factory is None:
+            route, model, system = await _pick_route(request, routes, header)
+            name = route.name
+        else:
+            name, model, system = "", "", None  # the agent's, once built
         chat = ChatSession(
             log=log,
             routes=routes,
             session_id=session_id,
-            route=route.name,
+            route=name,
             model=model,
             system=system,
             options=options,
             tools=tools,
             mcp_servers=servers,
             view=_view(request),
+            factory=None if factory is None else _maker(factory),
+            agent_spec=request.agent,
+            approver=_approver(),
         )
-        if not request.as_json:
-            note = " (continued)" if header is not None else ""
-            chat.view.console.print(
-                Text(f"session {session_id}{note} · {route.name}/{model}", style="dim")
-            )
         try:
-            if prompt is None:
-                from .interactive import run_interactive
+            await chat.start()
+            if not request.as_json:
+                note = " (continued)" if header is not None else ""
+                chat.view.console.print(
+                    Text(f"session {session_id}{note} · {chat.route}/{chat.model}", style="dim")
+                )
+            outcome = await chat.paused()  # a paused last turn first: asked, or resumed
+            if outcome is None and prompt is None and not interactive:
+                fail("empty prompt (stdin holds no text): pass PROMPT or pipe text on stdin")
+            if outcome is None or (outcome.kind == "completed" and (prompt or interactive)):
+                if prompt is None:
+                    from .interactive import run_interactive
 
-                return await run_interactive(chat, stream=request.stream)
-            outcome = await chat.send(prompt)
+                    return await run_interactive(chat, stream=request.stream)
+                outcome = await chat.send(prompt)
         finally:
             await chat.close()
     if request.as_json:
@@ -187,6 +235,20 @@ async def run_chat(request: ChatRequest) -> int:
     chat.view.finish()
     report_outcome(outcome, chat)
     return outcome.exit_code
+
+
+def _approver() -> Approver | None:
+    from .chatprompt import ask_on_terminal, on_a_terminal
+
+    return ask_on_terminal if on_a_terminal() else None
+
+
+def _maker(factory: AgentFactory) -> AgentMaker:
+    async def make(log: SessionLog) -> Agent[Any]:  # Any: the user's agent
+        built = factory(log)
+        return await built if inspect.isawaitable(built) else built
+
+    return make
 
 
 def _view(request: ChatRequest) -> ChatView:

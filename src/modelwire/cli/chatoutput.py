@@ -52,6 +52,8 @@ def _error(outcome: TurnOutcome) -> dict[str, object] | None:
     failure = outcome.failure
     if failure is not None:
         return {"code": str(failure.code), "message": failure.message, "status": failure.status}
+    if outcome.kind == "paused":
+        return {"code": "TURN_PAUSED", "message": outcome.detail, "status": None}
     if outcome.detail is not None:
         return {"code": None, "message": f"the turn ended {outcome.detail}", "status": None}
     return None
@@ -79,5 +81,7 @@ def report_outcome(outcome: TurnOutcome, chat: ChatSession) -> None:
             )
         elif outcome.kind == "blocked":
             console.print(Text(f"a plugin blocked {where}", style="yellow"))
+        elif outcome.kind == "paused":
+            console.print(Text(f"{outcome.detail} ({where})", style="yellow"))
     except OSError:
         pass

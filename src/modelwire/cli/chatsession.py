@@ -5,7 +5,13 @@ stdout both cancel the running turn through `Agent.cancel` with a reason (`Ctrl-
 closed (broken pipe)`), which the agent loop records in `turn/end {aborted}` after saving the
 streamed prefix; `sessions resume` and `sessions show` print that reason. The route, model and
 system prompt can change between turns (`/model`, `/system`): the next turn uses a new agent
-over the same runtime and log.
+over the same runtime and log. With `factory` (`chat --agent MODULE:FACTORY`) the agent is the
+user's, built over the chat's log.
+
+A turn that pauses for approvals (issue 35) is settled by `approver` (on a terminal: the y/N
+prompt of `chatprompt.py`): each waiting call is decided (`tool/decision`, by `modelwire chat`)
+and the turn resumed, until it ends otherwise. Without an approver the outcome is `paused`, its
+detail saying how to decide; nothing runs unasked.
 """
 
 from __future__ import annotations
@@ -28,13 +34,14 @@ from ..session import (
     TurnEndReason,
     TurnErrored,
     TurnMaxTokens,
+    TurnPaused,
     TurnStart,
 )
 from .chatopts import CallOptions
 from .errors import BAD_INPUT_CODES, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
-    from ..agent import Agent, Tool, TurnResult
+    from ..agent import Agent, PendingApproval, Tool, TurnResult
     from ..events_ratelimit import RateLimitNotice
     from ..mcp import MCPServer
     from ..meter import TokenMeter
@@ -44,9 +51,16 @@ if TYPE_CHECKING:
     from .chatview import ChatView
     from .routes import RouteSet
 
-__all__ = ["ChatSession", "OutcomeKind", "TurnOutcome"]
+__all__ = ["AgentMaker", "Approver", "ChatSession", "OutcomeKind", "TurnOutcome"]
 
-OutcomeKind: TypeAlias = Literal["completed", "max-tokens", "error", "blocked", "cancelled"]
+OutcomeKind: TypeAlias = Literal[
+    "completed", "max-tokens", "error", "blocked", "cancelled", "paused"
+]
+Approver: TypeAlias = (
+    "Callable[[PendingApproval], Coroutine[object, object, tuple[bool, str | None]]]"
+)
+"""Asks a person about one waiting call: (approve, the reason of a denial or None)."""
+AgentMaker: TypeAlias = "Callable[[SessionLog], Coroutine[object, object, Agent]]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +105,9 @@ class ChatSession:
         tools: list[Tool],
         view: ChatView,
         mcp_servers: Sequence[MCPServer] = (),
+        factory: AgentMaker | None = None,
+        agent_spec: str | None = None,
+        approver: Approver | None = None,
     ) -> None:
         from ..runtime import LlmRuntime
 
@@ -110,6 +127,9 @@ class ChatSession:
         self._agent: Agent | None = None
         self._meter: TokenMeter | None = None  # caught up with the session after each turn
         self.last_prompt: str | None = None
+        self._factory = factory
+        self._factory_spec = agent_spec  # `--agent MODULE:FACTORY`, for the how-to lines
+        self.approver = approver
 
     async def configure(
         self, *, route: str | None = None, model: str | None = None, system: str | None = None
@@ -123,7 +143,20 @@ class ChatSession:
         if agent is not None:
             await agent.close()
 
+    async def start(self) -> None:
+        """Build the user's agent now (`factory`): its route, model and system become the
+        chat's. Without a factory, nothing (the agent is built at the first turn)."""
+        if self._factory is not None:
+            agent = await self._current()
+            self.route, self.model, self.system = agent.provider, agent.model, agent.system
+
     async def _current(self) -> Agent:
+        if self._agent is None and self._factory is not None:
+            agent = self._agent = await self._factory(self.log)
+            agent.use(self.view)
+            use = getattr(agent.runtime, "use", None)
+            if callable(use):  # an `LlmRuntime`: the view sees the chunks as they stream
+                use(self.view.middleware)
         if self._agent is None:
             from ..agent import Agent
             from ..retry import RetryPlugin
@@ -155,11 +188,36 @@ class ChatSession:
     async def send(self, text: str) -> TurnOutcome:
         """Run one turn with `text`; Ctrl-C or a broken stdout cancels it (see the module doc)."""
         self.last_prompt = text
-        return await self._run(lambda agent: agent.run_turn(self.session_id, text))
+        return await self.settle(await self._run(lambda a: a.run_turn(self.session_id, text)))
 
     async def resume(self) -> TurnOutcome:
         """Continue the turn a dead process left open (`Agent.resume_turn`), cancellable alike."""
         return await self._run(lambda agent: agent.resume_turn(self.session_id))
+
+    async def settle(self, outcome: TurnOutcome) -> TurnOutcome:
+        """While the turn is paused and an approver asks: decide its calls, resume it."""
+        from ..agent.approval import approval_state
+
+        while outcome.kind == "paused" and self.approver is not None:
+            agent = await self._current()
+            for call in (await approval_state(self.log, self.session_id)).undecided:
+                approve, reason = await self.approver(call)
+                by = "modelwire chat (terminal)"
+                await agent.decide(self.session_id, call.call_id, approve, reason, by=by)
+            outcome = await self.resume()
+        return outcome
+
+    async def paused(self) -> TurnOutcome | None:
+        """The session's paused turn settled (asked, or resumed once all is decided), or None
+        when its last turn is not paused."""
+        from ..agent.approval import approval_state
+
+        state = await approval_state(self.log, self.session_id)
+        if state.paused_turn is None:
+            return None
+        if not state.undecided:
+            return await self.settle(await self.resume())
+        return await self.settle(await self._outcome(TurnPaused(), None))
 
     async def _show_wait(self, notice: RateLimitNotice) -> None:
         """One stderr line per client-side rate-limit wait of the turn's calls."""
@@ -244,6 +302,11 @@ class ChatSession:
                 )
             case TurnAborted(reason=why):
                 return TurnOutcome("cancelled", turn, answer, reasoning, cause=why.reason or cause)
+            case TurnPaused():
+                from .chatprompt import how_to_decide
+
+                detail = await how_to_decide(self.log, self.session_id, self._factory_spec)
+                return TurnOutcome("paused", turn, answer, reasoning, usage=usage, detail=detail)
             case None if cause is not None:  # cancelled before the turn could be logged
                 return TurnOutcome("cancelled", turn, answer, reasoning, cause=cause)
             case _:  # an agent limit, or a reason newer than this module: say which

@@ -20,8 +20,10 @@ lists its commands).
 
 Only the answer goes to stdout (rendered as markdown on a terminal, as written otherwise); the
 session line, reasoning, tool calls and retries go to stderr. Every turn is saved in the session
-log. Exit codes: 0 answer, 1 the provider or the turn failed, 2 usage error, 130 cancelled
-(Ctrl-C, or stdout closed).
+log. A tool call that needs approval asks `Run tool X with ARGS? [y/N]` on a terminal; off one
+the turn pauses and chat prints how to decide (`modelwire sessions decide`). Exit codes: 0
+answer, 1 the provider or the turn failed (or it paused), 2 usage error, 130 cancelled (Ctrl-C,
+or stdout closed).
 """
 
 
@@ -38,6 +40,7 @@ def register(app: typer.Typer) -> None:
             'modelwire chat -c "And in one sentence?"      # continue the last session',
             'modelwire chat --json "2+2?" | jq -r .answer',
             'modelwire chat --mcp files "Summarize notes.md"  # tools of [mcp.files]',
+            'modelwire chat --agent myapp.agents:make_agent "Pay the invoice"',
             "modelwire chat                                 # interactive on a terminal",
         ),
     )(chat)
@@ -110,6 +113,16 @@ def chat(
             show_default=False,
         ),
     ] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            metavar="MODULE:FACTORY",
+            help="Your agent factory, as for `modelwire worker`: FACTORY(log) -> Agent, with its "
+            "own tools, route and model (a tool that needs approval asks y/N on a terminal).",
+            show_default=False,
+        ),
+    ] = None,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
     ] = False,
@@ -148,6 +161,7 @@ def chat(
             as_json=json_out,
             config_path=config,
             log_option=log,
+            agent=agent,
         )
         return await run_chat(request)
 

@@ -115,8 +115,9 @@ def queue_wait(
     debug: DebugOption = False,
 ) -> None:
     """Wait until TICKET ended and print the answer on stdout (its state on stderr). Exit codes:
-    0 completed, 1 failed (the failure on stderr) or still unfinished after --timeout, 2 an
-    unknown ticket."""
+    0 completed, 1 failed (the failure on stderr), still unfinished after --timeout, or paused
+    (its turn waits for `queue approve` / `queue deny`: the calls and the commands are printed
+    on stderr), 2 an unknown ticket."""
 
     async def go() -> int:
         from .queues import wait_ticket
@@ -141,8 +142,8 @@ def queue_list(
         typer.Option(
             "--state",
             metavar="STATE",
-            help="Only tickets in STATE: queued, running, cancelling, completed, failed, "
-            "cancelled (repeatable).",
+            help="Only tickets in STATE: queued, running, cancelling, paused, completed, "
+            "failed, cancelled (repeatable).",
             show_default=False,
         ),
     ] = None,
@@ -202,3 +203,57 @@ def queue_cancel(
         return await cancel_ticket(ticket, log_option=log, as_json=json_out)
 
     run_async(go, debug=debug)
+
+
+def _decide_command(approve: bool) -> None:
+    name = "approve" if approve else "deny"
+    verb = "Approve" if approve else "Deny"
+
+    @queue_app.command(
+        name,
+        short_help=f"{verb} a tool call a paused ticket waits for.",
+        epilog=examples(
+            f"modelwire queue {name} tk_0123… call_abc"
+            + ("" if approve else ' --reason "not this account"'),
+            "modelwire queue list --state paused",
+        ),
+    )
+    def decide(
+        ticket: Annotated[
+            str, typer.Argument(metavar="TICKET", help="Ticket id.", show_default=False)
+        ],
+        call_id: Annotated[
+            str,
+            typer.Argument(metavar="CALL_ID", help="The waiting tool call.", show_default=False),
+        ],
+        reason: Annotated[
+            str | None,
+            typer.Option(
+                "--reason", metavar="TEXT", help="Why (the model is told a denial's reason)."
+            ),
+        ] = None,
+        log: QueueLogOption = None,
+        json_out: Annotated[
+            bool, typer.Option("--json", help="Print the decision and the ticket as JSON.")
+        ] = False,
+        debug: DebugOption = False,
+    ) -> None:
+        async def go() -> int:
+            from .queues import decide_ticket
+
+            return await decide_ticket(
+                ticket, call_id, approve, reason=reason, log_option=log, as_json=json_out
+            )
+
+        run_async(go, debug=debug)
+
+    decide.__doc__ = (
+        f"{verb} CALL_ID, a tool call the paused TICKET waits for (logged as tool/decision, by "
+        "this user). Once every waiting call is decided the ticket is queued again and a worker "
+        "resumes its turn. A call already decided the other way, or one the ticket does not "
+        "wait for, is an error (exit 2), and nothing changes."
+    )
+
+
+_decide_command(True)
+_decide_command(False)

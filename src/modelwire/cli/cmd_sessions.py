@@ -1,5 +1,5 @@
 """The `modelwire sessions …` commands (typer); the work is in `sessions.py`, `transcript.py`,
-`remove.py` and `resume.py`."""
+`remove.py`, `resume.py` and `decide.py`."""
 
 from __future__ import annotations
 
@@ -155,6 +155,50 @@ def sessions_resume(
         from .resume import resume_session
 
         return await resume_session(session_id, config_path=config, log_option=log)
+
+    run_async(go, debug=debug)
+
+
+@sessions_app.command(
+    "decide",
+    short_help="Approve or deny a tool call a paused turn waits for.",
+    epilog=examples(
+        "modelwire sessions decide ID call_abc --approve",
+        'modelwire sessions decide ID call_abc --deny --reason "not this account"',
+    ),
+)
+def sessions_decide(
+    session_id: IdArgument,
+    call_id: Annotated[
+        str, typer.Argument(metavar="CALL_ID", help="The waiting tool call.", show_default=False)
+    ],
+    approve: Annotated[
+        bool | None,
+        typer.Option(
+            "--approve/--deny",
+            help="Run the call, or answer it denied (required).",
+            show_default=False,
+        ),
+    ] = None,
+    reason: Annotated[
+        str | None,
+        typer.Option("--reason", metavar="TEXT", help="Why (the model is told a denial's reason)."),
+    ] = None,
+    log: LogOption = None,
+    debug: DebugOption = False,
+) -> None:
+    """Approve or deny CALL_ID, a tool call the paused turn of session ID waits for (logged as
+    tool/decision, by this user). A call already decided the other way, or one the session does
+    not wait for, is an error (exit 2) and nothing changes. Once every call is decided,
+    `modelwire chat --session ID` (with the same --agent) continues the turn."""
+
+    async def go() -> int:
+        from .decide import decide_call
+        from .errors import fail
+
+        if approve is None:
+            fail("say --approve or --deny")
+        return await decide_call(session_id, call_id, approve, reason=reason, log_option=log)
 
     run_async(go, debug=debug)
 

@@ -1,5 +1,5 @@
-"""`modelwire queue status|list|submit|wait|cancel`: the turn queue of a log database from the
-shell.
+"""`modelwire queue status|list|submit|wait|cancel|approve|deny`: the turn queue of a log
+database from the shell.
 
 The queue (`modelwire.workers.TurnQueue`) lives in a log database workers share: a SQLite file or
 PostgreSQL; a `memory:` log is a one-line error (exit code 2). `submit` prints only the ticket id
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "cancel_ticket",
+    "decide_ticket",
     "list_tickets",
     "open_queue",
     "print_status",
@@ -74,6 +75,7 @@ def status_lines(counts: QueueCounts) -> list[str]:
     workers = ", ".join(f"{w} {n}" for w, n in sorted(counts.by_worker.items()))
     rows = [
         ("queued", counts.queued, ""),
+        ("paused", counts.paused, "  (waiting for approvals)" if counts.paused else ""),
         ("running", counts.running, f"  ({workers})" if workers else ""),
         (
             "expired leases",
@@ -146,6 +148,9 @@ async def wait_ticket(
         raise no_ticket(ticket, url)
     async with await open_queue(url) as queue:
         status = await queue.wait(ticket, timeout_s=timeout_s)
+        if status.state == "paused" and not as_json:
+            message = await how_to_decide(url, status, queue_url_option=log_option)
+            fail(message, exit_code=EXIT_FAILURE, code="TURN_PAUSED")
     failed = status.state != "completed"
     if as_json:
         _write_json(status)
@@ -212,4 +217,60 @@ async def cancel_ticket(ticket: str, *, log_option: str | None, as_json: bool) -
         )
     else:
         sys.stdout.write(f"{status.id} cancelled\n")
+    return 0
+
+
+async def how_to_decide(url: str, status: TicketStatus, *, queue_url_option: str | None) -> str:
+    """What a paused ticket waits for, and the commands that decide it."""
+    from ..agent.approval import approval_state
+    from ..session import open_log
+
+    log = await open_log(url)
+    try:
+        waiting = (await approval_state(log, status.session_id)).undecided
+    finally:
+        await log.close()
+    where = f" --log {shown_url(queue_url_option)}" if queue_url_option else ""
+    lines = [f"ticket {status.id!r} paused: its turn waits for a person's decision on"]
+    for call in waiting:
+        lines.append(f"  {call.call_id}: {call.tool} {call.arguments}")
+    lines.append(
+        f"decide each with `modelwire queue approve{where} {status.id} CALL_ID` or "
+        f"`modelwire queue deny{where} {status.id} CALL_ID --reason TEXT`; a worker then "
+        "resumes the turn"
+    )
+    return "\n".join(lines)
+
+
+async def decide_ticket(
+    ticket: str,
+    call_id: str,
+    approve: bool,
+    *,
+    reason: str | None,
+    log_option: str | None,
+    as_json: bool,
+) -> int:
+    """Approve or deny `call_id` of paused `ticket` (`TurnQueue.decide`), by this user."""
+    import getpass
+    import socket
+
+    from ..workers.tickets import no_ticket
+
+    url = queue_url(log_option, create=False)
+    if _missing(url):
+        raise no_ticket(ticket, url)
+    by = f"{getpass.getuser()}@{socket.gethostname()} (modelwire queue)"
+    async with await open_queue(url) as queue:
+        decision = await queue.decide(ticket, call_id, approve, reason, by=by)
+        status = await queue.status(ticket)
+    if as_json:
+        _write_json({"decision": decision, "ticket": status})
+        return 0
+    verb = "approved" if decision.approve else "denied"
+    sys.stdout.write(f"{decision.call_id} {verb}\n")
+    if status.state == "queued":
+        sys.stderr.write(f"every call of {ticket} is decided: a worker resumes its turn\n")
+    elif status.state == "paused":
+        sys.stderr.write(f"{ticket} still waits for other decisions (`modelwire queue wait`)\n")
     return 0

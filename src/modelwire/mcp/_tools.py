@@ -97,6 +97,7 @@ def agent_tools(
     *,
     timeout_ms: float,
     idempotent: bool | frozenset[str],
+    needs_approval: bool | frozenset[str] = False,
 ) -> tuple[tuple[Tool, ...], tuple[str, ...]]:
     """The `Tool`s of `server`'s listing, and the problems of the tools left out."""
     tools: list[Tool] = []
@@ -112,6 +113,7 @@ def agent_tools(
             continue
         seen[name] = item.name
         again = idempotent if isinstance(idempotent, bool) else item.name in idempotent
+        ask = needs_approval if isinstance(needs_approval, bool) else item.name in needs_approval
         tools.append(
             Tool(
                 name,
@@ -121,6 +123,7 @@ def agent_tools(
                 timeout_ms=timeout_ms,
                 idempotent=again,
                 server=server,
+                needs_approval=ask,
             )
         )
     return tuple(tools), tuple(problems)

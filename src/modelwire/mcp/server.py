@@ -67,7 +67,8 @@ class MCPServer:
     server; `call_timeout_ms` a tool call (default `timeout_ms`; past it the call is answered
     `TOOL_TIMEOUT`). `idempotent` (True, or the tool names) declares the tools safe to run twice:
     a turn resumed after its process died during such a call runs it again instead of answering
-    `TOOL_INTERRUPTED`. `needs_approval` is refused until human approval of tool calls lands.
+    `TOOL_INTERRUPTED`. `needs_approval` (True, or the tool names) makes a call of those tools
+    wait for a person's decision: the turn pauses (`modelwire.agent.approval`).
     """
 
     __slots__ = (
@@ -76,6 +77,7 @@ class MCPServer:
         "_connection",
         "_idempotent",
         "_name",
+        "_needs_approval",
         "_problems",
         "_revision",
         "_spec",
@@ -98,12 +100,6 @@ class MCPServer:
             raise invalid(
                 f"MCPServer name must be 1-40 characters of A-Z, a-z, 0-9, _ or -, got {chosen!r}"
             )
-        if needs_approval is not False and _tool_set(needs_approval, "needs_approval"):
-            raise HarnessError(
-                f"MCPServer {chosen!r}: needs_approval is not supported yet (human approval of "
-                "tool calls has not landed); leave it False",
-                ErrorCode.UNSUPPORTED_OPTION,
-            )
         timeout = _ms(timeout_ms, "timeout_ms", optional=False)
         assert timeout is not None
         self._spec = spec
@@ -111,6 +107,7 @@ class MCPServer:
         self._timeout_ms = timeout
         self._call_ms = _ms(call_timeout_ms, "call_timeout_ms", optional=True) or timeout
         self._idempotent = _tool_set(idempotent, "idempotent")
+        self._needs_approval = _tool_set(needs_approval, "needs_approval")
         self._tools: tuple[Tool, ...] = ()
         self._problems: tuple[str, ...] = ()
         self._revision = 0
@@ -302,7 +299,12 @@ class MCPServer:
         from ._tools import agent_tools
 
         self._tools, self._problems = agent_tools(
-            self._name, listed, self._call, timeout_ms=self._call_ms, idempotent=self._idempotent
+            self._name,
+            listed,
+            self._call,
+            timeout_ms=self._call_ms,
+            idempotent=self._idempotent,
+            needs_approval=self._needs_approval,
         )
         self._revision += 1
 

@@ -4,7 +4,8 @@
 (`modelwire_turns`, version `workers_schema_version` in `modelwire_meta`; a newer version is
 refused, nothing touched). `submit` queues a turn and returns its ticket; `wait` returns once the
 ticket ended (PostgreSQL: `LISTEN/NOTIFY`, SQLite: polling); `status` says where it stands (both
-take the `Ticket` or its id); `tickets` lists them; `cancel` cancels one (`tickets.py`).
+take the `Ticket` or its id); `tickets` lists them; `cancel` cancels one (`tickets.py`); a
+paused ticket's calls are decided with `decide` (`decisions.py`; `wait` returns at a pause too).
 
 Workers `claim` tickets: the oldest unfinished ticket of a session whose lease is free, taken
 with `FOR UPDATE SKIP LOCKED` (SQLite: under its write lock) together with the session's lease in
@@ -43,6 +44,7 @@ from ..session.lease_sql import (
     lease_row,
     upsert_args,
 )
+from .decisions import TicketDecisions
 from .drivers import Driver, Query, open_driver
 from .tickets import (
     SCHEMA_KEY,
@@ -75,7 +77,7 @@ _CANDIDATE = (
     "SELECT t.ticket, t.session_id, t.input, t.state FROM modelwire_turns t "
     "WHERE t.state IN ('queued', 'running') "
     "AND NOT EXISTS (SELECT 1 FROM modelwire_turns e WHERE e.session_id = t.session_id "
-    "AND e.state IN ('queued', 'running') AND e.position < t.position) "
+    "AND e.state IN ('queued', 'running', 'paused') AND e.position < t.position) "
     "AND NOT EXISTS (SELECT 1 FROM modelwire_leases l WHERE l.session_id = t.session_id "
     "AND l.expires_ms > %s) ORDER BY t.position LIMIT 8"
 )
@@ -99,12 +101,15 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class TurnQueue:
+class TurnQueue(TicketDecisions):
     """The turn queue of one log database (see the module docstring)."""
 
-    def __init__(self, driver: Driver, *, clock: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self, driver: Driver, *, clock: Callable[[], int] | None = None, log_url: str | None = None
+    ) -> None:
         self._driver = driver
         self._clock = clock or _now_ms
+        self._log_url = log_url
         self.where = driver.where
 
     @classmethod
@@ -112,7 +117,7 @@ class TurnQueue:
         """Open the queue of the log at `log_url`, creating its tables on first use."""
         log = await open_log(log_url)  # creates or checks the log's own schema first
         await log.close()
-        queue = cls(open_driver(log_url), clock=clock)
+        queue = cls(open_driver(log_url), clock=clock, log_url=log_url)
         try:
             await queue._ensure_schema()
         except BaseException:
@@ -244,13 +249,13 @@ class TurnQueue:
     async def wait(
         self, ticket: TicketRef, *, timeout_s: float | None = None, poll_s: float = 0.2
     ) -> TicketStatus:
-        """The status of `ticket` (a `Ticket` or its id) once it ended (`TIMEOUT` after
-        `timeout_s` if given). Waits for a notice (PostgreSQL) or `poll_s` between checks."""
+        """The status of `ticket` (a `Ticket` or its id) once it ended or paused (`TIMEOUT`
+        after `timeout_s` if given). Waits for a notice (PostgreSQL) or `poll_s` between checks."""
         ticket = ticket_id(ticket)
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
             status = await self.status(ticket)
-            if status.done:
+            if status.done or status.state == "paused":
                 return status
             left = poll_s if deadline is None else min(poll_s, deadline - time.monotonic())
             if left <= 0:
@@ -283,6 +288,7 @@ class TurnQueue:
             by_worker=by_worker,
             expired=running - sum(by_worker.values()),
             cancelled=int(states.get("cancelled", 0)),
+            paused=int(states.get("paused", 0)),
         )
 
     # ---- claims ------------------------------------------------------------------------------
@@ -345,12 +351,12 @@ class TurnQueue:
         output: str | None = None,
         error: str | None = None,
     ) -> None:
-        """End `claim`'s ticket as `state` (completed, failed or cancelled) and release its
-        lease, only while `lease` still holds the session (else `LEASE_LOST`: another worker
-        took over)."""
-        if state not in ("completed", "failed", "cancelled"):
+        """End `claim`'s ticket as `state` (completed, failed or cancelled; or `paused`, its
+        turn waiting for decisions) and release its lease, only while `lease` still holds the
+        session (else `LEASE_LOST`: another worker took over)."""
+        if state not in ("completed", "failed", "cancelled", "paused"):
             raise HarnessError(
-                f"a ticket ends completed, failed or cancelled, not {state!r}",
+                f"a ticket ends completed, failed, cancelled or paused, not {state!r}",
                 ErrorCode.INVALID_ARGS,
             )
         now = self._clock()

@@ -10,6 +10,10 @@ takeover), which continues the turn from the log.
 becomes `cancelling` until its worker, which looks for such tickets every poll, cancels the turn
 (`turn/end {aborted}`) and ends it `cancelled` — or, when its worker is gone (the lease expired),
 it is `cancelled` at once too.
+
+A turn that pauses for a person's approval (issue 35) leaves its ticket `paused` (its lease
+released; the session's later tickets wait behind it): once every waiting call is decided
+through `TurnQueue.decide`, it is `queued` again and the next worker resumes the turn.
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ __all__ = [
     "ticket_id",
 ]
 
-State: TypeAlias = Literal["queued", "running", "cancelling", "completed", "failed", "cancelled"]
+State: TypeAlias = Literal[
+    "queued", "running", "cancelling", "paused", "completed", "failed", "cancelled"
+]
 DONE_STATES: Final = ("completed", "failed", "cancelled")
 SCHEMA_KEY: Final = "workers_schema_version"
 """The `modelwire_meta` key recording the version of the queue tables."""
@@ -117,7 +123,8 @@ class Claim(msgspec.Struct, frozen=True):
 class QueueCounts(msgspec.Struct, frozen=True):
     """`modelwire queue status`: tickets per state; `running` and `by_worker` count the tickets
     a live worker holds (its lease unexpired; `cancelling` ones included), `expired` the running
-    tickets whose lease expired (their worker is gone; the next claim takes them over)."""
+    tickets whose lease expired (their worker is gone; the next claim takes them over), `paused`
+    the tickets whose turn waits for a person's decision."""
 
     queued: int
     running: int
@@ -126,6 +133,7 @@ class QueueCounts(msgspec.Struct, frozen=True):
     by_worker: dict[str, int]
     expired: int
     cancelled: int = 0
+    paused: int = 0
 
 
 def no_ticket(ticket: str, where: str) -> HarnessError:

@@ -12,7 +12,8 @@ queue's connection:
   on `turn/start`, is resumed (`resume_turn`: a decided retry keeps only its remaining wait, an
   undecided failure is judged again, tool calls without a result are answered
   `TOOL_INTERRUPTED` or, for idempotent tools, run again) or, if it already ended, just finished;
-- the ticket then ends completed or failed (`TurnQueue.finish`, under the lease).
+- the ticket then ends completed or failed (`TurnQueue.finish`, under the lease), or `paused`
+  when its turn waits for approvals; decided, it is claimed again and its turn resumed.
 
 A lease lost (paused past its expiry and taken over) cancels the turn: its writes are refused
 with `LEASE_LOST` and the ticket is left to its new holder. A log that becomes unavailable (the
@@ -36,7 +37,7 @@ from typing import Any, TypeAlias
 from ..agent import Agent
 from ..errors import ErrorCode, HarnessError
 from ..session import SessionLog, open_log
-from ..session.events import AbortCause, TurnEnd, TurnErrored, TurnStart, UserMessage
+from ..session.events import AbortCause, TurnEnd, TurnErrored, TurnPaused, TurnStart, UserMessage
 from ..session.lease import Lease, check_lease_ms, default_owner
 from .queue import TurnQueue
 from .tickets import Claim, State
@@ -365,16 +366,24 @@ class Worker:
             if (
                 end is not None
                 and isinstance(end.data, TurnEnd)
-                and end.data.turn == start.data.turn  # type: ignore[attr-defined]
+                and end.seq > start.seq
+                and not isinstance(end.data.reason, TurnPaused)
             ):  # the turn ended; only the ticket did not
                 kind = end.data.reason.kind
                 return ("completed" if kind == "completed" else "failed", kind, None, None)
             events = await log.read(sid, start.seq)
-            if not any(isinstance(e.data, UserMessage) for e in events):
+            reopened = start.data.resumed_after is not None  # type: ignore[attr-defined]
+            paused = end is not None and end.seq > start.seq  # its calls were decided: resume
+            if not (reopened or paused or any(isinstance(e.data, UserMessage) for e in events)):
                 # its `turn/start` landed but not its first Step: the user's text is only in the
                 # ticket (resumed without it, the turn would complete without a Step)
                 agent.inject(sid, claim.text)
-            result = await agent.resume_turn(sid, lease=lease)
+            try:
+                result = await agent.resume_turn(sid, lease=lease)
+            except HarnessError as exc:
+                if exc.code != ErrorCode.APPROVAL_PENDING:  # decided outside the queue: not yet
+                    raise
+                return ("paused", "paused", None, None)
             return _ending(result.reason, result.text)
         result = await agent.run_turn(sid, claim.text, lease=lease, ticket=claim.ticket)
         return _ending(result.reason, result.text)
@@ -384,4 +393,7 @@ def _ending(reason: Any, text: str) -> tuple[State, str | None, str | None, str 
     # Any: a TurnEndReason (every variant has `kind`)
     kind = str(reason.kind)
     error = reason.failure.message if isinstance(reason, TurnErrored) else None
-    return ("completed" if kind == "completed" else "failed", kind, text or None, error)
+    state: State = (
+        "completed" if kind == "completed" else "paused" if kind == "paused" else "failed"
+    )
+    return (state, kind, text or None, error)
