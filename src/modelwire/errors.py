@@ -32,7 +32,7 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      │                   REPLAY_UNRECORDED_SESSION REPLAY_UNCONSUMED
      ├── agent           UNKNOWN_TOOL TOOL_FAILED TOOL_INTERRUPTED TOOL_TIMEOUT NOTHING_TO_RESUME
      │                   LEASE_LOST TURN_IN_PROGRESS TURN_LIMIT TURN_BLOCKED MCP
-     └── other           INVALID_ARGS INVARIANT UNKNOWN
+     └── other           INVALID_ARGS INVARIANT UNKNOWN; BUDGET_EXCEEDED (a gateway key's budget)
 
 Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT TRANSPORT.
 
