@@ -21,7 +21,7 @@ from ..session.log import SessionLog
 from ..workers.drivers import Driver, open_driver
 from .config import read_settings, split_settings
 from .gateway import Gateway, authenticate
-from .handlers import GATEWAY, call_endpoint, error_response
+from .handlers import GATEWAY, GRACE_MS, call_endpoint, error_response
 from .keystore import ensure_tables
 from .models import model_list
 from .problems import GatewayError, Protocol
@@ -102,6 +102,7 @@ def create_app(
     settings, gateway_config = split_settings(read_settings(config))
     rt = runtime if runtime is not None else open_runtime(settings, env=env)
     app = web.Application(client_max_size=gateway_config.max_body_bytes)
+    app[GRACE_MS] = gateway_config.grace_ms
     admin = admin_key if admin_key is not None else os.environ.get(ADMIN_KEY_ENV) or None
     routes = tuple(p.id for p in rt.list_providers())
     configured = settings.get("providers")

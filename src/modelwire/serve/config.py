@@ -97,7 +97,10 @@ def read_settings(
 ) -> dict[str, object]:
     """The whole settings mapping of a config file path (or a mapping, copied)."""
     if config is None:
-        return {}
+        named = os.environ.get("MODELWIRE_CONFIG")  # as `open_runtime` reads it
+        if not named:
+            return {}
+        config = named
     if isinstance(config, Mapping):
         return dict(config)
     from ..adapters.providers.config import load_config_file

@@ -32,9 +32,11 @@ from .request import GatewayRequest
 from .shapes import Reply, Shape
 from .upstream import UpstreamCall
 
-__all__ = ["GATEWAY", "SESSION_HEADER", "call_endpoint", "error_response"]
+__all__ = ["GATEWAY", "GRACE_MS", "SESSION_HEADER", "call_endpoint", "error_response"]
 
 GATEWAY: Final = web.AppKey("modelwire_gateway", Gateway)
+GRACE_MS: Final = web.AppKey("modelwire_grace_ms", int)
+"""How long running requests may finish on shutdown (`[gateway] grace_ms`)."""
 SESSION_HEADER: Final = "x-modelwire-session"
 _URL_KEYS: Final = frozenset({"key", "api_key", "api-key", "access_token", "token", "x-api-key"})
 

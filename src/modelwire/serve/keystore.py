@@ -21,7 +21,7 @@ from decimal import Decimal
 from typing import Final
 
 from ..errors import ErrorCode, HarnessError
-from ..workers.drivers import Driver, Query
+from ..workers.drivers import Driver, Query, open_driver
 
 __all__ = [
     "KEY_PREFIX",
@@ -32,6 +32,7 @@ __all__ = [
     "find_key",
     "hash_key",
     "list_keys",
+    "open_keys",
     "revoke_key",
 ]
 
@@ -113,6 +114,18 @@ def _record(row: tuple[object, ...]) -> KeyRecord:
         spent_usd=Decimal(int(str(spent))) / NANO,
         reserved_usd=Decimal(int(str(reserved))) / NANO,
     )
+
+
+async def open_keys(url: str) -> Driver:
+    """A driver on the log database `url` (SQLite or PostgreSQL), the log created or checked
+    first: the gateway's tables live in a modelwire log, never in a foreign file."""
+    from ..session import open_log
+
+    await (await open_log(url)).close()
+    driver = open_driver(url)
+    async with driver.transaction() as q:
+        await ensure_tables(q)
+    return driver
 
 
 async def ensure_tables(q: Query) -> None:
