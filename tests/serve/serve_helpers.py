@@ -271,3 +271,30 @@ __all__ = [
     "gateway",
     "start",
 ]
+
+
+def toml_config(settings: Mapping[str, Any]) -> str:
+    """`settings` (as `config()` builds them) as a TOML file's text."""
+    lines: list[str] = []
+    for route, profile in settings["providers"].items():
+        lines.append(f"[providers.{route}]")
+        for key, value in profile.items():
+            lines.append(f"{key} = {_toml(value)}")
+    gateway_section = settings.get("gateway", {})
+    scalars = {k: v for k, v in gateway_section.items() if not isinstance(v, dict)}
+    if scalars:
+        lines.append("[gateway]")
+        lines += [f"{k} = {_toml(v)}" for k, v in scalars.items()]
+    for table in ("models", "fallbacks"):
+        if table in gateway_section:
+            lines.append(f"[gateway.{table}]")
+            lines += [f"{json.dumps(k)} = {_toml(v)}" for k, v in gateway_section[table].items()]
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return json.dumps(value)
