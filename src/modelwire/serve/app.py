@@ -123,6 +123,7 @@ def create_app(
 
     async def stop(app: web.Application) -> None:
         gateway = app[GATEWAY]
+        await gateway.drain()
         if gateway.driver is not None:
             await gateway.driver.close()
         if isinstance(log, str):

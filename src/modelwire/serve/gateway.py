@@ -10,9 +10,10 @@ the key may use: an unknown alias or route is a 404, a route the key may not use
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 
 from ..errors import LlmError
@@ -60,6 +61,19 @@ class Gateway:
     declared: tuple[str, ...] = ()
     """The routes the config file declares (what `GET /v1/models` lists)."""
     _infos: dict[FallbackTarget, ResolvedModelInfo] = field(default_factory=dict)
+    _ending: set[asyncio.Task[None]] = field(default_factory=set)
+
+    def track(self, work: Coroutine[object, object, None]) -> asyncio.Task[None]:
+        """Run `work` (a request's end) as a task that shutdown waits for (`drain`)."""
+        task = asyncio.ensure_future(work)
+        self._ending.add(task)
+        task.add_done_callback(self._ending.discard)
+        return task
+
+    async def drain(self) -> None:
+        """Wait for every request's end still running."""
+        while self._ending:
+            await asyncio.gather(*self._ending, return_exceptions=True)
 
     async def model_info(self, target: FallbackTarget) -> ResolvedModelInfo:
         """The target's model info (cached per process); unknown → the error of its code."""

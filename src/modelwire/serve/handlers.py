@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
 
@@ -22,7 +23,7 @@ from aiohttp import web
 from ..errors import HarnessError
 from ..meter.estimate import estimate_message, estimate_system, estimate_tools
 from ..session.ids import check_session_id
-from ..vocab import GenerateOptions, ResolvedModelInfo, TokenUsage
+from ..vocab import Error, GenerateOptions, ResolvedModelInfo, TokenUsage
 from .fields import decode_body
 from .gateway import Caller, Gateway, authenticate, targets
 from .limits import Admission, admit, nano_usd, settle
@@ -121,22 +122,44 @@ async def _stream(
     return response
 
 
+@dataclass(slots=True)
+class _Outcome:
+    """What the metrics count of one request, filled in as it goes."""
+
+    endpoint: str
+    started: float
+    status: int = 200
+    code: str | None = None
+    route: str = "-"
+    key: str = "-"
+
+    def observe(self, gateway: Gateway, usage: TokenUsage | None, cost: Decimal | None) -> None:
+        gateway.metrics.observe(
+            endpoint=self.endpoint,
+            route=self.route,
+            key=self.key,
+            status=self.status,
+            code=self.code,
+            usage=usage,
+            cost=cost,
+            seconds=time.perf_counter() - self.started,
+        )
+
+
 async def call_endpoint(request: web.Request, shape: Shape) -> web.StreamResponse:
     """Serve one model call on `shape`'s protocol (module docstring)."""
     gateway = request.app[GATEWAY]
-    started = time.perf_counter()
-    status, code, route, key = 200, None, "-", "-"
-    usage: TokenUsage | None = None
-    cost: Decimal | None = None
+    outcome = _Outcome(shape.endpoint, time.perf_counter())
+    ended = False  # the call's end observes the metrics itself
     try:
         if gateway.draining:
             raise GatewayError(503, "SERVER", "the gateway is shutting down", retry_after_s=1)
         raw = await _read(request, gateway)
         caller = await authenticate(gateway, request.headers, x_api_key=shape.x_api_key)
-        key = caller.name
+        outcome.key = caller.name
         parsed: GatewayRequest = shape.parse(decode_body(raw))
         chain = targets(gateway, parsed.model, caller)
-        route = chain[0].route
+        outcome.route = chain[0].route
         info = await gateway.model_info(chain[0])
         sid = _session(request)
         admission = await _admit(gateway, caller, parsed.options, info, str(chain[0]))
@@ -145,18 +168,23 @@ async def call_endpoint(request: web.Request, shape: Shape) -> web.StreamRespons
         cancelled = True
         try:
             await recorder.begin(
-                shape.endpoint, parsed.model, parsed.stream, caller.name, parsed.options
+                shape.endpoint,
+                parsed.model,
+                parsed.stream,
+                caller.name,
+                parsed.options,
+                continued=SESSION_HEADER in request.headers,
             )
             await call.open()
             attempted = call.attempted
             assert attempted is not None
-            route = attempted.target.route
-            reply = shape.reply(parsed, route, attempted.target.model)
+            outcome.route = attempted.target.route
+            reply = shape.reply(parsed, outcome.route, attempted.target.model)
             if parsed.stream:
                 try:
                     result = await _stream(request, shape, reply, call, sid)
-                except (ConnectionResetError, ConnectionError):
-                    status, code = 499, "ABORTED"
+                except ConnectionError:  # the client went away mid-stream
+                    outcome.status, outcome.code = 499, "ABORTED"
                     return web.Response(status=499)
             else:
                 async for _ in call.chunks():
@@ -165,39 +193,50 @@ async def call_endpoint(request: web.Request, shape: Shape) -> web.StreamRespons
                 result = web.json_response(body, headers={SESSION_HEADER: sid})
             cancelled = False
             return result
-        except GatewayError:
+        except GatewayError as error:
             cancelled = False
+            outcome.status, outcome.code = error.status, error.code
             raise
         finally:
-            usage, cost = await asyncio.shield(_end(gateway, call, admission, cancelled))
-            if cancelled and code is None:
-                status, code = 499, "ABORTED"
+            if cancelled and outcome.code is None:
+                outcome.status, outcome.code = 499, "ABORTED"
+            ended = True
+            # tracked: a client that closes its connection right after the last byte cancels
+            # this handler, never the turn's end, and shutdown waits for it
+            await asyncio.shield(gateway.track(_end(gateway, call, admission, cancelled, outcome)))
     except GatewayError as error:
-        status, code = error.status, error.code
+        outcome.status, outcome.code = error.status, error.code
         return error_response(shape.protocol, error)
+    except HarnessError as error:  # the log or the keys' database failed
+        outcome.status, outcome.code = 503, error.code
+        problem = GatewayError(503, error.code, f"the gateway's log failed: {error.message}")
+        return error_response(shape.protocol, problem)
     finally:
-        gateway.metrics.observe(
-            endpoint=shape.endpoint,
-            route=route,
-            key=key,
-            status=status,
-            code=code,
-            usage=usage,
-            cost=cost,
-            seconds=time.perf_counter() - started,
-        )
+        if not ended:
+            outcome.observe(gateway, None, None)
 
 
 async def _end(
-    gateway: Gateway, call: UpstreamCall, admission: Admission | None, cancelled: bool
-) -> tuple[TokenUsage | None, Decimal | None]:
-    usage = await call.close(cancelled=cancelled)
-    cost = call.cost(usage)
-    if admission is not None and gateway.driver is not None:
-        if usage is None and cancelled:
-            spent, tokens = admission.reserved_nusd, admission.reserved_tokens
-        else:
-            spent = 0 if cost is None else nano_usd(cost)
-            tokens = 0 if usage is None else usage.total_tokens
-        await settle(gateway.driver, admission, spent, tokens)
-    return usage, cost
+    gateway: Gateway,
+    call: UpstreamCall,
+    admission: Admission | None,
+    cancelled: bool,
+    outcome: _Outcome,
+) -> None:
+    usage: TokenUsage | None = None
+    cost: Decimal | None = None
+    try:
+        usage = await call.close(cancelled=cancelled)
+        cost = call.cost(usage)
+        finish = call.assembler.finish
+        if isinstance(finish, Error) and outcome.code is None:
+            outcome.code = finish.failure.code  # failed after the reply started
+        if admission is not None and gateway.driver is not None:
+            if usage is None and cancelled:
+                spent, tokens = admission.reserved_nusd, admission.reserved_tokens
+            else:
+                spent = 0 if cost is None else nano_usd(cost)
+                tokens = 0 if usage is None else usage.total_tokens
+            await settle(gateway.driver, admission, spent, tokens)
+    finally:
+        outcome.observe(gateway, usage, cost)

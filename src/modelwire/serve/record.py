@@ -110,12 +110,20 @@ class SessionRecorder:
         self._writer: ChunkWriter | None = None
 
     async def begin(
-        self, endpoint: str, model: str, stream: bool, key: str | None, options: GenerateOptions
+        self,
+        endpoint: str,
+        model: str,
+        stream: bool,
+        key: str | None,
+        options: GenerateOptions,
+        *,
+        continued: bool,
     ) -> None:
         """Open the turn: its request facts and the new user input."""
-        latest = await self.log.latest(self.session_id, "turn/start")
-        if latest is not None and isinstance(latest.data, TurnStart):
-            self.turn = latest.data.turn + 1
+        if continued:  # a session the client named: this request is its next turn
+            latest = await self.log.latest(self.session_id, "turn/start")
+            if latest is not None and isinstance(latest.data, TurnStart):
+                self.turn = latest.data.turn + 1
         record = GatewayRequestRecord(
             turn=self.turn,
             endpoint=endpoint,
@@ -187,7 +195,7 @@ class SessionRecorder:
                 )
             )
         events += [StepEnd(self.turn, 1), TurnEnd(self.turn, _end_reason(reason, cancelled))]
-        await self.log.append_many(self.session_id, events, barrier=True)
+        await self.log.append_many(self.session_id, events)
 
 
 def answer_source(options: GenerateOptions) -> ModelSource:
