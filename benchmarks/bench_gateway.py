@@ -157,8 +157,10 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-async def main_async(args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    tmp = Path(tempfile.mkdtemp(prefix="mw-bench-gw-"))
+def _spawn(
+    args: argparse.Namespace, tmp: Path
+) -> tuple[list[subprocess.Popen[bytes]], str, str, dict[str, tuple[str, subprocess.Popen[bytes]]]]:
+    """Start the upstream, the pass-through and the gateways; returns them and their URLs."""
     up_port, pass_port = _port(), _port()
     upstream = f"http://127.0.0.1:{up_port}"
     procs = [subprocess.Popen([sys.executable, "-c", UPSTREAM, str(up_port), str(args.chunks)])]
@@ -175,51 +177,50 @@ async def main_async(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     env = {**os.environ, "UP_KEY": "sk-bench", "MODELWIRE_ADMIN_KEY": ADMIN}
     for name, log in logs.items():
         port = _port()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "modelwire",
-                "serve",
-                "--config",
-                str(config),
-                "--log",
-                log,
-                "--port",
-                str(port),
-            ],
-            env=env,
-            stderr=subprocess.DEVNULL,
-        )
+        command = [sys.executable, "-m", "modelwire", "serve", "--config", str(config)]
+        command += ["--log", log, "--port", str(port)]
+        proc = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
         procs.append(proc)
         gateways[name] = (f"http://127.0.0.1:{port}", proc)
+    return procs, upstream, f"http://127.0.0.1:{pass_port}", gateways
+
+
+async def measure(
+    args: argparse.Namespace,
+    upstream: str,
+    passthrough: str,
+    gateways: dict[str, tuple[str, subprocess.Popen[bytes]]],
+) -> dict[str, dict[str, float]]:
+    """Load every target in turn (module docstring)."""
     expected = "".join(WORDS[: args.chunks])
+    await _ready_post(upstream)
+    await _ready_post(passthrough)
+    for url, _ in gateways.values():
+        await _ready(url)
+    results: dict[str, dict[str, float]] = {}
+    runs: list[tuple[str, str, dict[str, str]]] = [
+        ("direct", upstream, {}),
+        ("passthrough", passthrough, {}),
+    ]
+    runs += [(n, u, {"Authorization": f"Bearer {ADMIN}"}) for n, (u, _) in gateways.items()]
+    for name, url, headers in runs:
+        times = await _load(url, args, expected, headers)
+        results[name] = {"p50_ms": _pct(times, 0.5), "p99_ms": _pct(times, 0.99), "n": len(times)}
+    for name, row in results.items():
+        if name != "direct":
+            row["p50_added_ms"] = row["p50_ms"] - results["direct"]["p50_ms"]
+            row["p99_added_ms"] = row["p99_ms"] - results["direct"]["p99_ms"]
+    for name, (_, proc) in gateways.items():
+        results[name]["peak_rss_mb"] = _rss_kb(proc.pid) / 1024
+    return results
+
+
+def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """Start the processes, measure, stop them."""
+    tmp = Path(tempfile.mkdtemp(prefix="mw-bench-gw-"))
+    procs, upstream, passthrough, gateways = _spawn(args, tmp)
     try:
-        await _ready_post(upstream)
-        await _ready_post(f"http://127.0.0.1:{pass_port}")
-        for url, _ in gateways.values():
-            await _ready(url)
-        results: dict[str, dict[str, float]] = {}
-        runs = [("direct", upstream, {}), ("passthrough", f"http://127.0.0.1:{pass_port}", {})]
-        runs += [(n, u, {"Authorization": f"Bearer {ADMIN}"}) for n, (u, _) in gateways.items()]
-        for name, url, headers in runs:
-            times = await _load(url, args, expected, headers)
-            results[name] = {
-                "p50_ms": _pct(times, 0.5),
-                "p99_ms": _pct(times, 0.99),
-                "n": len(times),
-            }
-        for name in results:
-            if name != "direct":
-                results[name]["p50_added_ms"] = (
-                    results[name]["p50_ms"] - results["direct"]["p50_ms"]
-                )
-                results[name]["p99_added_ms"] = (
-                    results[name]["p99_ms"] - results["direct"]["p99_ms"]
-                )
-        for name, (_, proc) in gateways.items():
-            results[name]["peak_rss_mb"] = _rss_kb(proc.pid) / 1024
-        return results
+        return asyncio.run(measure(args, upstream, passthrough, gateways))
     finally:
         for proc in procs:
             proc.terminate()
@@ -250,7 +251,7 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    results = asyncio.run(main_async(args))
+    results = run(args)
     if args.json:
         print(json.dumps(results))
         return

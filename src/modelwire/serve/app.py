@@ -18,11 +18,11 @@ from ..errors import ErrorCode, HarnessError
 from ..runtime import LlmRuntime
 from ..session import open_log
 from ..session.log import SessionLog
-from ..workers.drivers import Driver, open_driver
 from .config import read_settings, split_settings
+from .database import KeyDatabase
 from .gateway import Gateway, authenticate
 from .handlers import GATEWAY, GRACE_MS, call_endpoint, error_response
-from .keystore import ensure_tables
+from .keystore import open_keys
 from .models import model_list
 from .problems import GatewayError, Protocol
 from .shapes import CHAT, MESSAGES, RESPONSES, Shape
@@ -110,11 +110,9 @@ def create_app(
 
     async def start(app: web.Application) -> None:
         session_log = await open_log(log) if isinstance(log, str) else log
-        driver: Driver | None = None
+        driver: KeyDatabase | None = None
         if isinstance(log, str) and not log.lower().startswith("memory"):
-            driver = open_driver(log)
-            async with driver.transaction() as q:
-                await ensure_tables(q)
+            driver = await open_keys(log)
         gateway = Gateway(rt, session_log, driver, gateway_config, routes, admin)
         gateway.declared = declared
         if clock is not None:

@@ -21,9 +21,9 @@ from ..retry.fallback_chain import FallbackTarget
 from ..runtime import LlmRuntime
 from ..session.log import SessionLog
 from ..vocab import ResolvedModelInfo
-from ..workers.drivers import Driver
 from .config import GatewayConfig
-from .keystore import KeyRecord, find_key
+from .database import KeyDatabase
+from .keystore import KeyRecord, find_key, hash_key
 from .metrics import GatewayMetrics
 from .problems import GatewayError, failure_error
 
@@ -51,7 +51,7 @@ class Gateway:
 
     runtime: LlmRuntime
     log: SessionLog
-    driver: Driver | None
+    driver: KeyDatabase | None
     config: GatewayConfig
     routes: tuple[str, ...]
     admin_key: str | None = None
@@ -62,6 +62,22 @@ class Gateway:
     """The routes the config file declares (what `GET /v1/models` lists)."""
     _infos: dict[FallbackTarget, ResolvedModelInfo] = field(default_factory=dict)
     _ending: set[asyncio.Task[None]] = field(default_factory=set)
+    _keys: dict[str, KeyRecord] = field(default_factory=dict)  # by hash
+
+    async def identify(self, key: str) -> KeyRecord | None:
+        """The record of `key` (None: no such key). Known keys are cached: a key's limits never
+        change, and revocation and expiry are checked again in the admission transaction."""
+        if self.driver is None:
+            return None
+        digest = hash_key(key)
+        record = self._keys.get(digest)
+        if record is None:
+            record = await find_key(self.driver, key)
+            if record is not None:
+                if len(self._keys) >= 10_000:
+                    self._keys.clear()
+                self._keys[digest] = record
+        return record
 
     def track(self, work: Coroutine[object, object, None]) -> asyncio.Task[None]:
         """Run `work` (a request's end) as a task that shutdown waits for (`drain`)."""
@@ -116,7 +132,7 @@ async def authenticate(gateway: Gateway, headers: Mapping[str, str], *, x_api_ke
     admin = gateway.admin_key
     if admin and hmac.compare_digest(key.encode(), admin.encode()):
         return Caller(ADMIN, None)
-    record = None if gateway.driver is None else await find_key(gateway.driver, key)
+    record = await gateway.identify(key)
     if record is None:
         raise GatewayError(401, "AUTH", "the gateway key is not valid")
     if not record.live(gateway.clock()):

@@ -79,7 +79,7 @@ async def _admit(
     gateway: Gateway, caller: Caller, options: GenerateOptions, info: ResolvedModelInfo, where: str
 ) -> Admission | None:
     record = caller.record
-    if record is None or gateway.driver is None:
+    if record is None or gateway.driver is None:  # the admin key
         return None
     if record.budget_usd is not None and info.pricing is None:
         raise GatewayError(

@@ -21,7 +21,8 @@ from decimal import Decimal
 from typing import Final
 
 from ..errors import ErrorCode, HarnessError
-from ..workers.drivers import Driver, Query, open_driver
+from ..workers.drivers import Query
+from .database import KeyDatabase, open_database
 
 __all__ = [
     "KEY_PREFIX",
@@ -116,13 +117,13 @@ def _record(row: tuple[object, ...]) -> KeyRecord:
     )
 
 
-async def open_keys(url: str) -> Driver:
+async def open_keys(url: str) -> KeyDatabase:
     """A driver on the log database `url` (SQLite or PostgreSQL), the log created or checked
     first: the gateway's tables live in a modelwire log, never in a foreign file."""
     from ..session import open_log
 
     await (await open_log(url)).close()
-    driver = open_driver(url)
+    driver = open_database(url)
     async with driver.transaction() as q:
         await ensure_tables(q)
     return driver
@@ -135,7 +136,7 @@ async def ensure_tables(q: Query) -> None:
 
 
 async def create_key(
-    driver: Driver,
+    driver: KeyDatabase,
     name: str,
     now_ms: int,
     *,
@@ -175,7 +176,7 @@ async def create_key(
     return key
 
 
-async def find_key(driver: Driver, key: str) -> KeyRecord | None:
+async def find_key(driver: KeyDatabase, key: str) -> KeyRecord | None:
     """The record of `key`, or None when no key hashes to it."""
     async with driver.transaction() as q:
         await ensure_tables(q)
@@ -185,7 +186,7 @@ async def find_key(driver: Driver, key: str) -> KeyRecord | None:
     return _record(rows[0]) if rows else None
 
 
-async def list_keys(driver: Driver) -> list[KeyRecord]:
+async def list_keys(driver: KeyDatabase) -> list[KeyRecord]:
     """Every key, by name."""
     async with driver.transaction() as q:
         await ensure_tables(q)
@@ -193,7 +194,7 @@ async def list_keys(driver: Driver) -> list[KeyRecord]:
     return [_record(row) for row in rows]
 
 
-async def revoke_key(driver: Driver, name: str, now_ms: int) -> bool:
+async def revoke_key(driver: KeyDatabase, name: str, now_ms: int) -> bool:
     """Revoke the key named `name`; False when there is none (or it was revoked already)."""
     async with driver.transaction() as q:
         await ensure_tables(q)

@@ -1,6 +1,7 @@
 """Budgets and rate limits of virtual keys, shared by every process on the log database.
 
-Reserve, then settle. Before the upstream call, one transaction admits the request:
+Reserve, then settle. Before the upstream call, one transaction admits the request (and checks the key is still
+live: revocation and expiry hold from the next request in every process):
 
 - a key with a budget is admitted while its settled spend plus the reservations of the requests
   in flight stays below the budget, and reserves this request's estimated cost (its estimated
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
 
-from ..workers.drivers import Driver
+from .database import KeyDatabase
 from .keystore import NANO, KeyRecord
 from .problems import GatewayError
 
@@ -53,12 +54,20 @@ def nano_usd(amount: Decimal) -> int:
 
 
 async def admit(
-    driver: Driver, key: KeyRecord, now_ms: int, cost_nusd: int, tokens: int
+    driver: KeyDatabase, key: KeyRecord, now_ms: int, cost_nusd: int, tokens: int
 ) -> Admission:
     """Admit one request of `key` (module docstring), or raise the 429 that refuses it."""
     minute = now_ms // _MINUTE_MS
     windowed = key.rpm is not None or key.tpm is not None
     async with driver.transaction() as q:
+        state = await q(
+            "SELECT revoked_ms, expires_ms FROM modelwire_gateway_keys WHERE name = %s",
+            (key.name,),
+        )
+        revoked, expires = state[0] if state else (now_ms, None)
+        if revoked is not None or (expires is not None and now_ms >= int(expires)):
+            what = "revoked" if revoked is not None else "expired"
+            raise GatewayError(401, "AUTH", f"the gateway key {key.name!r} is {what}")
         if key.budget_usd is not None:
             rows = await q(
                 "UPDATE modelwire_gateway_keys SET reserved_nusd = reserved_nusd + %s "
@@ -95,7 +104,7 @@ async def admit(
     return Admission(key.name, minute, cost_nusd if key.budget_usd else 0, tokens, windowed)
 
 
-async def settle(driver: Driver, admission: Admission, cost_nusd: int, tokens: int) -> None:
+async def settle(driver: KeyDatabase, admission: Admission, cost_nusd: int, tokens: int) -> None:
     """Replace `admission`'s reservation by what the request cost and used."""
     async with driver.transaction() as q:
         await q(
