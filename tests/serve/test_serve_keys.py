@@ -73,6 +73,9 @@ async def test_missing_wrong_and_revoked_keys_are_401_in_each_sdks_shape(tmp_pat
                 async with http.post(url + "/v1/chat/completions", json={}) as resp:
                     assert resp.status == 401
                     assert (await resp.json())["error"]["code"] == "AUTH"
+            await _client(url, key).chat.completions.create(  # known (and cached) before
+                model="oa:m", messages=[{"role": "user", "content": "hi"}]
+            )
             driver = await open_keys(log)
             assert await revoke_key(driver, "gone", NOW)
             await driver.close()
@@ -169,3 +172,20 @@ async def test_tpm_counts_measured_tokens(tmp_path: Path) -> None:
                 await client.chat.completions.create(
                     model="oa:m", messages=[{"role": "user", "content": "hi"}], max_tokens=1
                 )
+
+
+async def test_an_expired_key_is_401_from_its_expiry_on(tmp_path: Path) -> None:
+    log = f"sqlite:///{tmp_path}/gw.db"
+    key = await _key(log, "brief", expires_ms=NOW + 1000)
+    now = [NOW]
+    async with MockServer([chat_text("ok")]) as up, MockServer([anthropic_text("x")]) as an:
+        async with gateway(config(up.url, an.url), log, clock=lambda: now[0]) as (_, url):
+            await _client(url, key).chat.completions.create(
+                model="oa:m", messages=[{"role": "user", "content": "hi"}]
+            )
+            now[0] = NOW + 1000
+            with pytest.raises(openai.AuthenticationError) as expired:
+                await _client(url, key).chat.completions.create(
+                    model="oa:m", messages=[{"role": "user", "content": "hi"}]
+                )
+            assert "expired" in expired.value.message
