@@ -212,3 +212,35 @@ async def test_models_and_healthz() -> None:
 
             async with aiohttp.ClientSession() as http, http.get(url + "/healthz") as resp:
                 assert resp.status == 200 and (await resp.json()) == {"status": "ok"}
+
+
+async def test_streamed_tool_calls_cross_protocol_in_both_directions() -> None:
+    async with (
+        MockServer([chat_tool("call_5", "lookup", '{"q":"x"}')]) as up,
+        MockServer([anthropic_text("sure", thinking="hmm")]) as an,
+    ):
+        async with gateway(config(up.url, an.url)) as (_, url):
+            async with _anthropic(url).messages.stream(
+                model="oa:m",
+                max_tokens=50,
+                tools=[{"name": "lookup", "description": "", "input_schema": {"type": "object"}}],
+                messages=[{"role": "user", "content": "look it up"}],
+            ) as stream:
+                final = await stream.get_final_message()
+            block = final.content[0]
+            assert block.type == "tool_use" and block.name == "lookup" and block.input == {"q": "x"}
+            assert final.stop_reason == "tool_use" and final.usage.output_tokens == 9
+            stream_chat = await _openai(url).chat.completions.create(
+                model="an:claude-x",
+                messages=[{"role": "user", "content": "hi"}],
+                stream=True,
+                reasoning_effort="low",
+            )
+            reasoning, text = "", ""
+            async for chunk in stream_chat:
+                delta = chunk.choices[0].delta if chunk.choices else None
+                if delta is not None:
+                    reasoning += getattr(delta, "reasoning_content", None) or ""
+                    text += delta.content or ""
+            assert (reasoning, text) == ("hmm", "sure")
+            assert an.bodies[0]["thinking"]["type"] in ("enabled", "adaptive")
