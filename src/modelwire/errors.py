@@ -33,7 +33,7 @@ Every failure modelwire reports carries a stable ``code`` (route on it, never on
      ├── agent           UNKNOWN_TOOL TOOL_FAILED TOOL_INTERRUPTED TOOL_TIMEOUT NOTHING_TO_RESUME
      │                   LEASE_LOST TURN_IN_PROGRESS TURN_LIMIT TURN_BLOCKED MCP
      ├── approval        TOOL_DENIED TURN_PAUSED APPROVAL_PENDING UNKNOWN_CALL ALREADY_DECIDED
-     └── other           INVALID_ARGS INVARIANT UNKNOWN
+     └── other           INVALID_ARGS INVARIANT UNKNOWN; BUDGET_EXCEEDED (a gateway key's budget)
 
 Default-retryable (normal retry mode): EMPTY_RESPONSE RATE_LIMIT SERVER TIMEOUT TRANSPORT.
 `LlmError.from_failure` (every re-raise of a failure) builds the category subclass of the code;

@@ -38,13 +38,14 @@ LAYERS = {
     "workers": 7,
     "mcp": 7,
     "cli": 8,
+    "serve": 8,
     "ui": 8,
 }
 """DESIGN §1, with the two helper modules placed: `content` (pure content helpers) beside the
 vocabulary, `never` (assert_never, which raises a code-table error) and `codes` (the code enum,
 re-exported by `errors`) beside `errors`, and `events`
 (the session event structs and their codec: pure data, no I/O) there too, so adapters can read
-events without importing the session log. The top
+events without importing the session log; `serve` (the gateway) is a top layer beside `cli`. The top
 package (`modelwire/__init__.py`, `__main__`) is the curated surface above every layer."""
 
 TOP = 9

@@ -3,7 +3,7 @@
 Heavy modules (aiohttp, adapters, the session log, the agent loop) are imported inside the command
 bodies, so `modelwire --help` and the demo's first line appear immediately. `chat` lives in
 `cmd_chat`, `sessions …` in `cmd_sessions`, `keys …` and `logs …` in `cmd_keys`, `worker` in
-`cmd_worker`, `queue …` in `cmd_queue` and `mcp …` in `cmd_mcp`.
+`cmd_worker`, `queue …` in `cmd_queue`, `mcp …` in `cmd_mcp` and `serve …` in `cmd_serve`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from .cmd_chat import register as register_chat
 from .cmd_keys import config_app, keys_app, logs_app
 from .cmd_mcp import mcp_app
 from .cmd_queue import queue_app
+from .cmd_serve import serve_app
 from .cmd_sessions import sessions_app
 from .cmd_worker import register as register_worker
 from .errors import run_async
@@ -116,6 +117,7 @@ app.add_typer(logs_app, name="logs")
 app.add_typer(config_app, name="config")
 app.add_typer(queue_app, name="queue")
 app.add_typer(mcp_app, name="mcp")
+app.add_typer(serve_app, name="serve")
 
 
 @app.command(

@@ -1,0 +1,141 @@
+"""`create_app`: the gateway as an `aiohttp.web.Application`, for `modelwire serve` or embedding.
+
+Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages` (the model calls,
+`handlers.py`), `GET /v1/models`, `GET /healthz`, `GET /metrics`; `POST /v1/embeddings` is
+reserved and answers 501 until the embeddings issue lands. The log and the keys' database open
+when the app starts and close with it. Bodies over `[gateway] max_body_bytes` are a 413.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Final
+
+from aiohttp import web
+
+from ..errors import ErrorCode, HarnessError
+from ..runtime import LlmRuntime
+from ..session import open_log
+from ..session.log import SessionLog
+from .config import read_settings, split_settings
+from .database import KeyDatabase
+from .gateway import Gateway, authenticate
+from .handlers import GATEWAY, GRACE_MS, call_endpoint, error_response
+from .keystore import open_keys
+from .models import model_list
+from .problems import GatewayError, Protocol
+from .shapes import CHAT, MESSAGES, RESPONSES, Shape
+
+__all__ = ["ADMIN_KEY_ENV", "create_app"]
+
+ADMIN_KEY_ENV: Final = "MODELWIRE_ADMIN_KEY"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _endpoint(shape: Shape) -> Handler:
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return await call_endpoint(request, shape)
+
+    return handle
+
+
+async def _embeddings(request: web.Request) -> web.StreamResponse:
+    error = GatewayError(
+        501,
+        "UNSUPPORTED_OPTION",
+        "POST /v1/embeddings is not available yet: embeddings through the gateway come with "
+        "modelwire's embeddings feature (rt.embed)",
+    )
+    return error_response("openai", error)
+
+
+async def _models(request: web.Request) -> web.StreamResponse:
+    gateway = request.app[GATEWAY]
+    protocol: Protocol = "anthropic" if "anthropic-version" in request.headers else "openai"
+    try:
+        caller = await authenticate(gateway, request.headers, x_api_key=True)
+        return web.json_response(await model_list(gateway, caller))
+    except GatewayError as error:
+        return error_response(protocol, error)
+
+
+async def _healthz(request: web.Request) -> web.StreamResponse:
+    if request.app[GATEWAY].draining:
+        return web.json_response({"status": "draining"}, status=503)
+    return web.json_response({"status": "ok"})
+
+
+async def _metrics(request: web.Request) -> web.StreamResponse:
+    text = request.app[GATEWAY].metrics.render()
+    return web.Response(text=text, content_type="text/plain", charset="utf-8")
+
+
+def _is_url(log: object) -> bool:
+    return isinstance(log, str)
+
+
+def create_app(
+    config: str | os.PathLike[str] | Mapping[str, object] | None = None,
+    log: str | SessionLog = "memory:",
+    agents: Mapping[str, object] | None = None,
+    *,
+    runtime: LlmRuntime | None = None,
+    admin_key: str | None = None,
+    env: Mapping[str, str] | None = None,
+    clock: Callable[[], int] | None = None,
+) -> web.Application:
+    """The gateway app on `config`'s routes (a file path or a mapping with `[providers]`,
+    `[default]`, `[deepseek]` and `[gateway]`) and the log `log` (a URL; keys, budgets and rate
+    limits live in the same database when it is SQLite or PostgreSQL; a `SessionLog` instance
+    serves without keys). `runtime` replaces the one `open_runtime` builds from `config`;
+    `admin_key` defaults to `$MODELWIRE_ADMIN_KEY`; `env` replaces the environment for route
+    keys. `agents` is reserved for the agent endpoints and must be empty for now."""
+    if agents:
+        raise HarnessError(
+            "create_app: agents= (the /v1/agents endpoints) is not available yet",
+            ErrorCode.INVALID_ARGS,
+        )
+    from ..agent.setup import open_runtime
+
+    settings, gateway_config = split_settings(read_settings(config))
+    rt = runtime if runtime is not None else open_runtime(settings, env=env)
+    app = web.Application(client_max_size=gateway_config.max_body_bytes)
+    app[GRACE_MS] = gateway_config.grace_ms
+    admin = admin_key if admin_key is not None else os.environ.get(ADMIN_KEY_ENV) or None
+    routes = tuple(p.id for p in rt.list_providers())
+    configured = settings.get("providers")
+    declared = tuple(configured) if isinstance(configured, Mapping) else ()
+
+    async def start(app: web.Application) -> None:
+        session_log = await open_log(log) if isinstance(log, str) else log
+        driver: KeyDatabase | None = None
+        if isinstance(log, str) and not log.lower().startswith("memory"):
+            driver = await open_keys(log)
+        gateway = Gateway(rt, session_log, driver, gateway_config, routes, admin)
+        gateway.declared = declared
+        if clock is not None:
+            gateway.clock = clock
+        app[GATEWAY] = gateway
+
+    async def stop(app: web.Application) -> None:
+        gateway = app[GATEWAY]
+        await gateway.drain()
+        if gateway.driver is not None:
+            await gateway.driver.close()
+        if isinstance(log, str):
+            await gateway.log.close()
+        from ..wire.http import close_sessions
+
+        await close_sessions()
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
+    for shape in (CHAT, RESPONSES, MESSAGES):
+        app.router.add_post(shape.endpoint, _endpoint(shape))
+    app.router.add_post("/v1/embeddings", _embeddings)
+    app.router.add_get("/v1/models", _models)
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/metrics", _metrics)
+    return app

@@ -1,0 +1,44 @@
+"""The keys' database: the log's own SQLite file or PostgreSQL database, as transactions.
+
+`KeyDatabase` runs each `transaction()` on one of its connections (`workers.drivers`: SQLite's
+`BEGIN IMMEDIATE`, PostgreSQL's `BEGIN`). A connection runs one transaction at a time, so on
+PostgreSQL the database holds `connections` of them (4 by default) and a request waits only for
+a free one; SQLite has one writer anyway, so one connection serves it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import AsyncIterator
+
+from ..workers.drivers import Driver, Query, open_driver
+
+__all__ = ["KeyDatabase", "open_database"]
+
+
+class KeyDatabase:
+    """Transactions on the log database (module docstring)."""
+
+    def __init__(self, drivers: list[Driver]) -> None:
+        self._drivers = drivers
+        self._turn = itertools.cycle(range(len(drivers)))
+        self.where = drivers[0].where
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Query]:
+        """One transaction on the next connection."""
+        async with self._drivers[next(self._turn)].transaction() as q:
+            yield q
+
+    async def close(self) -> None:
+        """Close every connection."""
+        for driver in self._drivers:
+            await driver.close()
+
+
+def open_database(url: str, connections: int = 4) -> KeyDatabase:
+    """The keys' database at the log URL `url` (`LOG_UNAVAILABLE` for another scheme)."""
+    first = open_driver(url)
+    count = connections if first.postgres else 1
+    return KeyDatabase([first, *(open_driver(url) for _ in range(count - 1))])
