@@ -55,6 +55,7 @@ class Upstream:
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, str, dict[str, str], dict[str, Any]]] = []
+        self.raw: list[tuple[str, bytes]] = []  # (raw path, body bytes) as received
         self.fail: list[tuple[int, str, dict[str, str]]] = []
         self.in_flight = 0
         self.most_in_flight = 0
@@ -78,7 +79,9 @@ class Upstream:
         return len(self.requests)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        body = json.loads(await request.read())
+        raw = await request.read()
+        self.raw.append((request.raw_path, raw))
+        body = json.loads(raw)
         headers = {k.lower(): v for k, v in request.headers.items()}
         self.requests.append((request.path, request.query_string, headers, body))
         self.in_flight += 1

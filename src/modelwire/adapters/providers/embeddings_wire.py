@@ -84,7 +84,7 @@ class _TitanBody(msgspec.Struct, kw_only=True, omit_defaults=True):
     dimensions: int | UnsetType = UNSET
 
 
-class _CohereBody(msgspec.Struct, kw_only=True, omit_defaults=True):
+class _CohereBody(msgspec.Struct, kw_only=True):
     texts: Sequence[str]
     input_type: str = "search_document"
     embedding_types: tuple[str, ...] = ("float",)
