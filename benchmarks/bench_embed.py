@@ -101,55 +101,47 @@ async def _measure(
     return statistics.median(samples)
 
 
-async def run(vectors: int, dims: int, repeats: int) -> dict[str, float]:
+async def run(url: str, vectors: int, dims: int, repeats: int) -> dict[str, float]:
+    """The rows, against the server at `url`."""
     import openai
 
     import modelwire as mw
     from modelwire.adapters.providers import ProvidersAdapter
 
-    server = subprocess.Popen(
-        [sys.executable, "-c", SERVER, str(dims)], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert server.stdout is not None
-        url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"
-        key = "sk-bench-0123456789"
-        rt = mw.LlmRuntime()
-        ProvidersAdapter.from_config(
-            {"providers": {"openai": {"base_url": url}}}, env={"OPENAI_API_KEY": key}
-        ).register(rt)
-        inputs = [f"text {i}" for i in range(vectors)]
-        want = expected(vectors, dims)
+    key = "sk-bench-0123456789"
+    rt = mw.LlmRuntime()
+    ProvidersAdapter.from_config(
+        {"providers": {"openai": {"base_url": url}}}, env={"OPENAI_API_KEY": key}
+    ).register(rt)
+    inputs = [f"text {i}" for i in range(vectors)]
+    want = expected(vectors, dims)
 
-        async def mw_float() -> list[object]:
-            options = mw.EmbedOptions("openai", "text-embedding-3-small", inputs)
-            return list((await rt.embed(options)).vectors)
+    async def mw_float() -> list[object]:
+        options = mw.EmbedOptions("openai", "text-embedding-3-small", inputs)
+        return list((await rt.embed(options)).vectors)
 
-        async def mw_array() -> list[object]:
-            options = mw.EmbedOptions(
-                "openai", "text-embedding-3-small", inputs, encoding_format="array"
-            )
-            return list((await rt.embed(options)).vectors)
+    async def mw_array() -> list[object]:
+        options = mw.EmbedOptions(
+            "openai", "text-embedding-3-small", inputs, encoding_format="array"
+        )
+        return list((await rt.embed(options)).vectors)
 
-        client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0)
+    client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0)
 
-        async def sdk() -> list[object]:
-            answer = await client.embeddings.create(model="text-embedding-3-small", input=inputs)
-            return [item.embedding for item in answer.data]
+    async def sdk() -> list[object]:
+        answer = await client.embeddings.create(model="text-embedding-3-small", input=inputs)
+        return [item.embedding for item in answer.data]
 
-        per = 1000 / vectors * 1000  # seconds per call → ms per 1,000 vectors
-        rows = {
-            "modelwire": await _measure(mw_float, repeats, want) * per,
-            "modelwire_array": await _measure(mw_array, repeats, want) * per,
-            "openai_sdk": await _measure(sdk, repeats, want) * per,
-        }
-        await client.close()
-        mine = rows["modelwire"]
-        rows["x_sdk_over_modelwire"] = rows["openai_sdk"] / mine if mine else 0.0
-        return rows
-    finally:
-        server.kill()
-        server.wait()
+    per = 1000 / vectors * 1000  # seconds per call → ms per 1,000 vectors
+    rows = {
+        "modelwire": await _measure(mw_float, repeats, want) * per,
+        "modelwire_array": await _measure(mw_array, repeats, want) * per,
+        "openai_sdk": await _measure(sdk, repeats, want) * per,
+    }
+    await client.close()
+    mine = rows["modelwire"]
+    rows["x_sdk_over_modelwire"] = rows["openai_sdk"] / mine if mine else 0.0
+    return rows
 
 
 def main() -> None:
@@ -159,7 +151,16 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    rows = asyncio.run(run(args.vectors, args.dims, args.repeats))
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(args.dims)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        url = f"http://127.0.0.1:{server.stdout.readline().strip()}/v1"
+        rows = asyncio.run(run(url, args.vectors, args.dims, args.repeats))
+    finally:
+        server.kill()
+        server.wait()
     if args.json:
         print(json.dumps(rows))
         return
