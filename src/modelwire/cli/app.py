@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from .cmd_chat import register as register_chat
+from .cmd_embed import register as register_embed
 from .cmd_keys import config_app, keys_app, logs_app
 from .cmd_mcp import mcp_app
 from .cmd_queue import queue_app
@@ -111,6 +112,7 @@ def demo(
 
 
 register_chat(app)
+register_embed(app)
 app.add_typer(sessions_app, name="sessions")
 app.add_typer(keys_app, name="keys")
 app.add_typer(logs_app, name="logs")

@@ -5,8 +5,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 
+from ..errors import ErrorCode, LlmError
 from ..policy import RetryPolicy
-from ..vocab import GenerateOptions, ModelInfo, ProviderInfo, ResolvedModelInfo, StreamChunk
+from ..vocab import (
+    EmbedLimits,
+    EmbedOptions,
+    EmbedResult,
+    GenerateOptions,
+    ModelInfo,
+    ProviderInfo,
+    ResolvedModelInfo,
+    StreamChunk,
+)
 
 __all__ = ["LlmAdapter"]
 
@@ -54,3 +64,16 @@ class LlmAdapter(ABC):
     async def resolve_model(self, provider: str, model: str) -> ResolvedModelInfo:
         """Exact-model metadata: context window, default output cap and reasoning efforts."""
         return ResolvedModelInfo(provider=provider, id=model, name=model)
+
+    def embed_limits(self, options: EmbedOptions) -> EmbedLimits:
+        """How many inputs (and about how many tokens) one `embed` request of the model takes."""
+        return EmbedLimits()
+
+    async def embed(self, options: EmbedOptions) -> EmbedResult:
+        """The vectors of `options.inputs` in input order from exactly one provider request
+        (`LlmRuntime.embed` splits inputs within `embed_limits` first, and retries); no library
+        retries here. The default serves no embeddings."""
+        raise LlmError(
+            f'provider "{options.provider}" serves no embeddings (its adapter has no embed())',
+            ErrorCode.UNSUPPORTED_OPTION,
+        )

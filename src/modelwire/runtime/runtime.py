@@ -19,6 +19,8 @@ from ..vocab import (
     ConfigurableProvider,
     ContentBlock,
     DiscoveredModel,
+    EmbedOptions,
+    EmbedResult,
     GenerateOptions,
     ModelDiscoveryRequest,
     ModelInfo,
@@ -31,6 +33,7 @@ from ..vocab.typing import Coro
 from .adapter import LlmAdapter
 from .boundary import ChunkStream, GuardedStream
 from .directory import DirectoryRegistration, Discover, DiscoveryRegistry, ProviderDirectory
+from .embed import embed_call, embed_problem
 from .events import AdapterChangeListener, AdapterChangeNotifier
 from .generate import GenerateResult, assemble_call, stream_blocks
 from .middleware import (
@@ -327,6 +330,20 @@ class LlmRuntime:
         one background loop); `Ctrl-C` cancels the call and re-raises `KeyboardInterrupt`.
         """
         return run_sync(lambda: self.generate(options))
+
+    async def embed(self, options: EmbedOptions) -> EmbedResult:
+        """The vectors of `options.inputs`, in input order, from the route's adapter.
+
+        A malformed request raises `INVALID_OPTION` before any adapter is consulted; failures
+        are retried under the route's retry policy as chat calls are (`runtime.embed`).
+        """
+        problem = embed_problem(options)
+        if problem is not None:
+            raise InvalidRequestError(f"invalid embed request: {problem}", ErrorCode.INVALID_OPTION)
+        route = self._registry.routes.get(options.provider)
+        if route is None:
+            raise _no_adapter(options.provider, self._registry.routes)
+        return await embed_call(route.adapter, options, route.retry_policy)
 
     def stream_blocks(self, options: GenerateOptions) -> AsyncIterator[ContentBlock]:
         """One call as completed content blocks; a failure finish raises its `LlmError`."""

@@ -28,6 +28,14 @@ from .chunks import (
     UsageChunk,
     is_token_delta,
 )
+from .embeddings import (
+    ENCODING_FORMATS,
+    EmbedLimits,
+    EmbedOptions,
+    EmbedResult,
+    EncodingFormat,
+    Vector,
+)
 from .ids import CallId, MessageId, ProviderRequestId, ReasoningEffortId, SessionId, new_message_id
 from .json import FrozenDict, JsonValue, freeze_json, thaw_json
 from .messages import (
@@ -78,6 +86,7 @@ from .usage import LlmFailure, TokenUsage
 
 __all__ = [
     "BLOCK_TYPES",
+    "ENCODING_FORMATS",
     "Aborted",
     "AdapterDefaults",
     "BlockEnd",
@@ -87,6 +96,10 @@ __all__ = [
     "ConfigurableProvider",
     "ContentBlock",
     "DiscoveredModel",
+    "EmbedLimits",
+    "EmbedOptions",
+    "EmbedResult",
+    "EncodingFormat",
     "Error",
     "Finish",
     "FinishReason",
@@ -140,6 +153,7 @@ __all__ = [
     "ToolSource",
     "UsageChunk",
     "UserSource",
+    "Vector",
     "assistant_message",
     "call_config_equals",
     "call_config_of",

@@ -13,6 +13,9 @@ from ...policy import RetryPolicy
 from ...runtime import DirectoryRegistration, LlmAdapter, LlmRuntime, Registration
 from ...vocab import (
     DiscoveredModel,
+    EmbedLimits,
+    EmbedOptions,
+    EmbedResult,
     GenerateOptions,
     ModelContext,
     ModelDiscoveryRequest,
@@ -33,6 +36,7 @@ from .config import ResolvedProfile, load_config_file, resolve_profiles
 from .credentials import missing_credential
 from .discovery import discover_models
 from .dispatch import open_call
+from .embeddings import embed_limits, embed_request
 from .images import ImageLoader
 from .materialize import ModelDescriptor
 from .pinned import PinnedView
@@ -319,6 +323,23 @@ class ProvidersAdapter(LlmAdapter):
             env=os.environ if self._env is None else self._env,
             load_image=self._read_image,
             on_degrade=self._on_degrade,
+            clock=self._clock,
+            limiter=self.rate_limiter,
+            transport=self._transport,
+        )
+
+    # ---- embeddings ---------------------------------------------------------------------------
+
+    def embed_limits(self, options: EmbedOptions) -> EmbedLimits:
+        """How many inputs one embeddings request of the route's family takes (`embeddings`)."""
+        return embed_limits(self._snapshot, options)
+
+    async def embed(self, options: EmbedOptions) -> EmbedResult:
+        """One embeddings request of the route (checks before I/O; `embeddings`)."""
+        return await embed_request(
+            self._snapshot,
+            options,
+            env=os.environ if self._env is None else self._env,
             clock=self._clock,
             limiter=self.rate_limiter,
             transport=self._transport,
