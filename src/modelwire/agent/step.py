@@ -2,9 +2,8 @@
 
 A `StepRunner` owns what a Step needs (log, runtime, hooks, tools, the turn's request seed) and
 holds the one request-building path, shared by a running Step and a resumed one (`resume.py`).
-
 A retry is another attempt of the same Step (a new attempt number, the request re-derived from
-the log). `carry_on` carries on a Step a dead process left open: attempts numbered on.
+the log); `carry_on` carries on a Step a dead process left open, attempts numbered on.
 
 With a typed output (`output`), each request asks for it as the route allows (`output.py`), and
 the Step's outcome carries the verdict on its answer; an attempt the runtime ends in
