@@ -294,3 +294,46 @@ def test_3000_concurrent_calls_under_a_1024_fd_limit_all_succeed_and_fds_stay_bo
         message
         == f"TRANSPORT Acme API request to http://127.0.0.1:{port} failed: too many open files"
     )
+
+
+async def test_a_connection_made_as_its_caller_is_cancelled_is_closed_not_leaked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The connect runs in a task of its own; when the caller is cancelled in the very loop turn
+    the connect finishes (the load test's race), the finished connection is closed, not left
+    open outside the pool (the server sees it end)."""
+    import modelwire.wire.pool as pool_module
+    from modelwire.wire.connect import Target
+
+    ended = asyncio.Event()
+
+    async def until_eof(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()
+        ended.set()
+
+    srv, url = await _server(until_eof)
+    port = int(url.rsplit(":", 1)[1])
+    real = pool_module.open_connection
+    made: list[object] = []
+    caller: list[asyncio.Task[object]] = []
+
+    async def connect_then_cancel_the_caller(dns: Resolver, target: Target) -> object:
+        conn = await real(dns, target)
+        made.append(conn)
+        # runs before the connect task's completion wakes the caller: the caller is cancelled
+        # with the connection already made
+        asyncio.get_running_loop().call_soon(caller[0].cancel)
+        return conn
+
+    monkeypatch.setattr(pool_module, "open_connection", connect_then_cancel_the_caller)
+    pool = Pool()
+    target = Target(False, "127.0.0.1", port, None, None, TransportSettings())
+    task: asyncio.Task[object] = asyncio.create_task(pool.acquire(target))  # type: ignore[arg-type]
+    caller.append(task)
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(made) == 1
+    await asyncio.wait_for(ended.wait(), 30)  # a hang guard only: the server saw the close
+    pool.close()
+    srv.close()
+    await srv.wait_closed()

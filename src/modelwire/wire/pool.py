@@ -275,10 +275,18 @@ class Pool:
                 # loop's heap until its time (30 s) with the context it was made in, and the
                 # caller's (a turn's variables, and a session log through them) must not
                 # live on there; cancelling the caller cancels this task too
-                return await asyncio.get_running_loop().create_task(
+                task = asyncio.get_running_loop().create_task(
                     _bounded(open_connection(self.dns, target), ms / 1000),
                     context=contextvars.Context(),
                 )
+                try:
+                    return await task
+                except asyncio.CancelledError:
+                    # the caller was cancelled: a connection the task made anyway (it finished
+                    # in the same loop turn as the cancel, or finishes later) is closed, not left
+                    # open outside the pool
+                    task.add_done_callback(_close_unclaimed)
+                    raise
             except TimeoutError:
                 where = "the proxy " + target.proxy.shown if target.proxy is not None else ""
                 raise ConnectTimeout(
@@ -296,6 +304,12 @@ class Pool:
                     await self._wait(host)  # a connection of this key will come back
                 finally:
                     host.count += 1
+
+
+def _close_unclaimed(task: asyncio.Task[Connection]) -> None:
+    """Close the connection of a connect task whose caller stopped waiting for it."""
+    if not task.cancelled() and task.exception() is None:
+        task.result().close()
 
 
 async def _bounded(connect: Awaitable[Connection], seconds: float) -> Connection:
