@@ -5,7 +5,9 @@ framer): Gemini ``functionCall.args`` that is not an object (an array, a string,
 bool) is `MALFORMED_RESPONSE`, never a tool call with silent ``{}`` arguments (absent or null
 args are the empty object); a negative token count is `MALFORMED_RESPONSE` on every protocol
 (DeepSeek, Chat Completions, Mistral, Responses, Anthropic Messages, Gemini, Bedrock), so no budget goes
-backwards (docs/decisions.md: refused, not clamped).
+backwards (docs/decisions.md: refused, not clamped); a stream event (Gemini args included)
+nesting JSON past what the decoder follows is `MALFORMED_RESPONSE`, and an error body nesting past
+`MAX_JSON_DEPTH` still fails by its status, never `UNKNOWN`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from modelwire import Error, GenerateOptions, LlmRuntime, ToolCallBlock, user_me
 from modelwire.adapters.deepseek import DeepSeekAdapter
 from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.errors import LlmError
+from modelwire.wire.eventstream import encode_message
 
 
 def _runtime(api: str, url: str) -> LlmRuntime:
@@ -197,3 +200,61 @@ def test_bedrock_refuses_a_negative_token_count(field: str) -> None:
     with pytest.raises(LlmError) as info:
         bedrock_translate(frames)
     assert info.value.code == "MALFORMED_RESPONSE"
+
+
+DEEP = "[" * 5000 + "]" * 5000
+STREAM_APIS = (
+    "deepseek",
+    "openai-completions",
+    "mistral-conversations",
+    "openai-responses",
+    "anthropic-messages",
+    "google-generative-ai",
+)
+
+
+@pytest.mark.parametrize("api", STREAM_APIS)
+async def test_a_stream_event_nested_past_the_decoder_is_malformed_response_not_unknown(
+    api: str,
+) -> None:
+    event = '{"type":"x","junk":' + DEEP + ',"choices":[]}'
+    result = await _generate(api, [f"data: {event}\n\n".encode(), b"data: [DONE]\n\n"])
+    assert isinstance(result.finish, Error), result.finish
+    assert result.finish.failure.code == "MALFORMED_RESPONSE"
+    assert "nests JSON arrays and objects deeper than the decoder follows" in (
+        result.finish.failure.message
+    )
+
+
+async def test_gemini_args_nested_past_the_decoder_are_malformed_response() -> None:
+    part = '{"functionCall":{"name":"f","args":{"x":' + DEEP + "}}}"
+    event = '{"candidates":[{"content":{"role":"model","parts":[' + part + ']},"index":0}]}'
+    result = await _generate("google-generative-ai", [f"data: {event}\n\n".encode()])
+    assert isinstance(result.finish, Error), result.finish
+    assert result.finish.failure.code == "MALFORMED_RESPONSE"
+
+
+def test_bedrock_event_nested_past_the_decoder_is_malformed_response() -> None:
+    headers = {
+        ":message-type": "event",
+        ":event-type": "contentBlockDelta",
+        ":content-type": "application/json",
+    }
+    payload = b'{"contentBlockIndex": 0, "delta": {"text": "hi"}, "junk": ' + DEEP.encode() + b"}"
+    frames = [event("messageStart", {"role": "assistant"}), encode_message(headers, payload)]
+    with pytest.raises(LlmError) as info:
+        bedrock_translate(frames)
+    assert info.value.code == "MALFORMED_RESPONSE"
+    assert "deeper than the decoder follows" in info.value.message
+
+
+@pytest.mark.parametrize("api", [*STREAM_APIS, "bedrock-converse-stream"])
+async def test_an_error_body_nested_past_the_limit_still_fails_by_its_status(api: str) -> None:
+    body = '{"error": {"message": ' + DEEP + "}}"
+    async with MockServer([Reply(status=400, body=body)]) as server:
+        model = "deepseek-v4-flash" if api == "deepseek" else "m"
+        options = GenerateOptions("route", model, (user_message("hi"),))
+        result = await _runtime(api, server.url).generate(options)
+    assert isinstance(result.finish, Error), result.finish
+    assert (result.finish.failure.code, result.finish.failure.status) == ("INVALID_REQUEST", 400)
+    assert "nesting JSON deeper than 256 levels" in result.finish.failure.message

@@ -24,6 +24,7 @@ from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
 from typing import Final, ParamSpec
 
 from ..errors import ErrorCode, LlmError
+from ..vocab.json import MAX_JSON_DEPTH, json_nesting_exceeds
 from .credentials import credential_values
 from .h1 import WireError
 from .h1transport import default_transport
@@ -36,6 +37,7 @@ from .watchdog import IdleWatchdog
 
 __all__ = [
     "MAX_ERROR_BODY_BYTES",
+    "bounded_error_text",
     "close_sessions",
     "stream_post",
     "stream_post_pieces",
@@ -105,7 +107,16 @@ async def _error_text(response: Response) -> str:
         pass  # a broken error body still fails by its status
     finally:
         await reads.aclose()
-    return b"".join(parts).decode("utf-8", "replace")
+    return bounded_error_text(b"".join(parts).decode("utf-8", "replace"))
+
+
+def bounded_error_text(text: str) -> str:
+    """`text`, or a note in its place when it nests JSON past `MAX_JSON_DEPTH` (the error readers
+    decode it recursively; such a body carries nothing to read, and its status still classifies
+    the failure)."""
+    if json_nesting_exceeds(text.encode(), MAX_JSON_DEPTH):
+        return f"(an error body nesting JSON deeper than {MAX_JSON_DEPTH} levels, not read)"
+    return text
 
 
 async def stream_post_pieces(

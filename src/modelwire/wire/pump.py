@@ -6,7 +6,8 @@ translating that read (a good event followed by a malformed one in the same read
 the good event's chunks), so the chunk sequence never depends on how TCP split the body. Once
 the translator is `done` (its protocol's end marker arrived) nothing more is read; at the end of
 the body the framer is closed and `Translator.end` runs, appending the closing chunks or raising
-the end-of-stream failure, again after the chunks it already produced.
+the end-of-stream failure, again after the chunks it already produced. An event whose JSON nests
+deeper than the decoder follows is `MALFORMED_RESPONSE`, never an unclassified `RecursionError`.
 
 `pump_sse` returns the adapter's iterator, a `PumpStream` over one async generator of the
 chunks read by read: it awaits `open_stream()` on the first `__anext__` (so every check an
@@ -19,10 +20,11 @@ reads already in memory (no I/O).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable
 from typing import NamedTuple, Protocol
 
-from ..errors import LlmError
+from ..errors import ErrorCode, LlmError
 from ..vocab import StreamChunk
 from .sse import SseDecoder, SseEvent
 from .watchdog import IdleWatchdog
@@ -156,6 +158,8 @@ async def _batches(
         async for data in reads:
             try:
                 _translate(data, decoder, feed_pieces, translator, out)
+            except RecursionError:
+                failure = _too_deep()
             except Exception as exc:  # deliver this read's chunks first, then fail
                 failure = exc
             del data  # this read is not held while the consumer works, nor during the next
@@ -170,6 +174,8 @@ async def _batches(
                 break  # complete: never wait on (or read) bytes after the end marker
         try:
             _finish(decoder, translator, out)
+        except RecursionError:
+            failure = _too_deep()
         except Exception as exc:
             failure = exc
         if out:
@@ -187,6 +193,16 @@ async def _batches(
         if watchdog is not None:
             watchdog.close()
         await reads.aclose()
+
+
+def _too_deep() -> LlmError:
+    """The failure of an event whose JSON nests past what the decoder follows (the interpreter's
+    recursion limit: msgspec recurses per level), instead of an unclassified RecursionError."""
+    return LlmError(
+        "a stream event nests JSON arrays and objects deeper than the decoder follows "
+        f"(about {sys.getrecursionlimit()} levels)",
+        ErrorCode.MALFORMED_RESPONSE,
+    )
 
 
 def _translate(
@@ -222,14 +238,17 @@ def translate_reads(
     `framer` frames the body (None = Server-Sent Events)."""
     decoder: Framer = SseDecoder() if framer is None else framer
     feed = translator.feed
-    for data in reads:
-        for event in decoder.feed(data):
-            feed(event, out)
+    try:
+        for data in reads:
+            for event in decoder.feed(data):
+                feed(event, out)
+                if translator.done:
+                    break
             if translator.done:
                 break
-        if translator.done:
-            break
-    _finish(decoder, translator, out)
+        _finish(decoder, translator, out)
+    except RecursionError:
+        raise _too_deep() from None
 
 
 def _finish(decoder: Framer, translator: Translator, out: list[StreamChunk]) -> None:

@@ -23,7 +23,7 @@ import msgspec
 from ..errors import ErrorCode, LlmError
 from .credentials import credential_values
 from .h1transport import default_transport
-from .http import transport_failure
+from .http import bounded_error_text, transport_failure
 from .proxy import proxy_secrets
 from .settings import DEFAULT_SETTINGS, TransportSettings
 from .sse import MAX_EVENT_BYTES, SseEvent
@@ -96,7 +96,7 @@ async def responses_websocket(
         )
     except UpgradeRefused as exc:
         raise failure_for_status(
-            exc.status, exc.body, exc.headers, provider=provider, secrets=kept
+            exc.status, bounded_error_text(exc.body), exc.headers, provider=provider, secrets=kept
         ) from exc
     except LlmError:
         raise
