@@ -87,6 +87,9 @@ async def test_a_paused_ticket_is_decided_with_no_worker_alive_and_a_new_worker_
         code, out, _ = await cli(env, "queue", "list", "--state", "paused", "--log", queue_url)
         assert code == 0 and first.id in out and second.id not in out
 
+        code, _, err = await cli(env, "queue", "cancel", first.id, "--log", queue_url)
+        assert code == 2 and "deny them" in err  # a paused ticket ends by its decisions
+
         # no worker is alive: the decisions go to the log and the queue alone
         code, out, err = await cli(env, "queue", "approve", first.id, "call_0", "--log", queue_url)
         assert (code, out) == (0, "call_0 approved\n"), err
