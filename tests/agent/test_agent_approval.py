@@ -17,7 +17,7 @@ import modelwire as mw
 from modelwire.agent import Agent, RunContext, Tool, tool
 from modelwire.errors import HarnessError
 from modelwire.runtime import LlmRuntime
-from modelwire.session import SessionLog
+from modelwire.session import MemoryLog, SessionLog
 from modelwire.vocab import (
     BlockEnd,
     BlockStart,
@@ -323,3 +323,27 @@ def test_needs_approval_must_be_a_bool_or_a_function() -> None:
     with pytest.raises(HarnessError) as info:
         Tool("t", "d", {"type": "object"}, lambda a: "", needs_approval="yes")  # type: ignore[arg-type]
     assert info.value.code == "INVALID_CONFIG" and "needs_approval" in info.value.message
+
+
+async def test_a_process_that_died_before_its_pause_was_logged_pauses_on_resume(
+    scripted: tuple[LlmRuntime, ScriptedAdapter], log: SessionLog, sid: str
+) -> None:
+    """The dead process logged the step's calls (one waiting for approval, one free that may
+    have run) but neither its `step/end` nor its `turn/end {paused}`: resuming pauses the turn
+    (the free call is answered TOOL_INTERRUPTED, never run twice); then it goes on as usual."""
+    _, adapter = scripted
+    adapter.queue(calls_script(("c1", "pay", "{}"), ("c2", "look", "{}")), text_script("ok"))
+    source = MemoryLog()
+    await make(scripted, source, counting("pay", True), counting("look")).run_turn(sid, "go")
+    events = await source.read(sid)
+    cut = max(i for i, e in enumerate(events) if e.type == "tool/call")  # before any result
+    await log.append_many(sid, [e.data for e in events[: cut + 1]])
+    RAN.clear()
+    agent = make(scripted, log, counting("pay", True), counting("look"))
+    paused = await agent.resume_turn(sid)
+    assert (paused.reason.kind, [p.call_id for p in paused.pending]) == ("paused", ["c1"])
+    [answered] = of_type(await log.read(sid), "tool/result")
+    assert (answered.call_id, answered.error_code) == ("c2", "TOOL_INTERRUPTED")
+    await agent.decide(sid, "c1", True)
+    assert (await agent.resume_turn(sid)).text == "ok"
+    assert dict(RAN) == {"pay": 1}
