@@ -107,6 +107,10 @@ async def test_off_a_terminal_the_turn_pauses_prints_how_to_decide_and_runs_noth
     assert done.code == 0, done.err
     assert done.out.startswith("results: paid 5 | looked | ") and "no wires" in done.out
     assert sorted(counted(str(counter))) == ["look call_1", "pay call_0"]
+    shown = await run_cli_async(tmp_path, ["sessions", "show", sid, "--log", db], env)
+    assert shown.code == 0, shown.err
+    assert "turn 1 paused" in shown.out and "turn 1 resumed" in shown.out
+    assert "pay [call_0] approved by" in shown.out and "wire [call_2] denied by" in shown.out
 
 
 async def test_agent_refuses_the_options_it_brings_itself(tmp_path: Path) -> None:
