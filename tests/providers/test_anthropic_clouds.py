@@ -24,6 +24,7 @@ from collection3 import cut, folder, recordings
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from providers_fixtures import check_assembled, start_site
+from tinyproxy import TinyProxy
 
 from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.adapters.providers.dispatch import resolve_endpoint
@@ -357,6 +358,36 @@ async def test_vertex_refreshes_an_authorized_user_adc_file(tmp_path: Path) -> N
     assert _assemble(chunks).finish.kind == "tool-calls"
     assert server.calls[0][0] == VERTEX_PATH
     assert server.calls[0][1]["authorization"] == "Bearer ya29.from-refresh"
+
+
+async def test_vertex_token_exchange_goes_through_the_routes_proxy(tmp_path: Path) -> None:
+    """The token endpoint is called the way the route calls its model: through its proxy."""
+
+    def check(form: dict[str, str]) -> str | None:
+        return "ya29.via-proxy" if form.get("refresh_token") == "1//refresh-token" else None
+
+    async with Vertex(VERTEX_SSE.read_bytes(), check) as server:
+        path = tmp_path / "adc.json"
+        path.write_text(
+            json.dumps(
+                {
+                    "type": "authorized_user",
+                    "client_id": "cid",
+                    "client_secret": "csecret-2",
+                    "refresh_token": "1//refresh-token",
+                    "token_uri": f"{server.url}/token",
+                }
+            )
+        )
+        env = {"GOOGLE_APPLICATION_CREDENTIALS": str(path), "GOOGLE_CLOUD_PROJECT": "my-project"}
+        with TinyProxy() as proxy:
+            adapter = _vertex(server.url, env, proxy=proxy.bare_url)
+            chunks = await _run(adapter, "claude-vx", VERTEX_MODEL)
+            seen = proxy.log()
+    assert _assemble(chunks).finish.kind == "tool-calls"
+    assert server.calls[0][1]["authorization"] == "Bearer ya29.via-proxy"
+    assert f"{server.url}/token" in seen, seen[-2000:]  # the exchange, through the proxy
+    assert VERTEX_PATH.split(":")[0] in seen  # and the model call
 
 
 async def test_vertex_refused_refresh_token_is_auth_and_shows_no_secret(tmp_path: Path) -> None:

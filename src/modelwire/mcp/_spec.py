@@ -17,6 +17,7 @@ from typing import Final, TypeAlias
 from urllib.parse import urlsplit
 
 from ..errors import ErrorCode, HarnessError
+from ..wire.settings import DEFAULT_SETTINGS, TransportSettings
 from ._secrets import expand
 
 __all__ = ["Http", "Spec", "Stdio", "check_mapping", "invalid", "names"]
@@ -116,17 +117,26 @@ class Http:
     url: str
     headers: Mapping[str, str] | None = None
     sse: bool = False
+    settings: TransportSettings = DEFAULT_SETTINGS  # how the library's transport reaches it
 
     @classmethod
-    def of(cls, url: object, headers: object, *, sse: bool) -> Http:
+    def of(cls, url: object, headers: object, *, sse: bool, settings: object = None) -> Http:
         """The checked declaration (`INVALID_CONFIG` naming the field)."""
-        what = "MCPServer.sse url" if sse else "MCPServer.http url"
+        kind = "MCPServer.sse" if sse else "MCPServer.http"
+        what = f"{kind} url"
         if not isinstance(url, str):
             raise invalid(f"{what} must be a string, got {type(url).__name__}")
         problem = _url_problem(url)
         if problem is not None:
             raise invalid(f"{what} {url!r} {problem}")
-        return cls(url, check_mapping(headers, "MCPServer headers", headers=True), sse)
+        if settings is None:
+            settings = DEFAULT_SETTINGS
+        elif not isinstance(settings, TransportSettings):
+            raise invalid(
+                f"{kind} transport must be a TransportSettings, got {type(settings).__name__}"
+            )
+        checked = check_mapping(headers, "MCPServer headers", headers=True)
+        return cls(url, checked, sse, settings)
 
     @property
     def target(self) -> str:

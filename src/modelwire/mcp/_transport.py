@@ -2,7 +2,8 @@
 
 Everything here is the official `mcp` SDK's (`mcp.Client` over `stdio_client`,
 `streamable_http_client` or `sse_client`); modelwire adds two things. `http_client` is the one
-place an HTTP client for MCP is built — the future shared transport of the library plugs in here.
+place an HTTP client for MCP is built: an httpx client whose transport is the library's own
+(`_bridge.WireTransport`: the server's proxy, TLS and pool settings, as every route's).
 `_Ended` wraps the transport's read stream to tell the connection when it ends: a stdio server's
 stdout reaching EOF is how a server that exited is noticed between calls (the SDK's session just
 stops reading).
@@ -10,6 +11,7 @@ stops reading).
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -25,6 +27,8 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
+from ..wire.settings import DEFAULT_SETTINGS, TransportSettings
+from ._bridge import WireTransport
 from ._spec import Http, Spec, Stdio
 
 if TYPE_CHECKING:
@@ -45,15 +49,19 @@ def http_client(
     headers: dict[str, str] | None = None,
     timeout: httpx2.Timeout | None = None,
     auth: httpx2.Auth | None = None,
+    *,
+    settings: TransportSettings = DEFAULT_SETTINGS,
 ) -> httpx2.AsyncClient:
     """The HTTP client of an MCP connection, in the SDK's factory shape and with its defaults (30 s
     to connect, write or wait for a pooled connection; a held-open stream may stay silent 300 s;
-    no redirects: the SDK follows same-origin ones itself). Every MCP request over HTTP goes
-    through a client built here."""
+    no redirects: the SDK follows same-origin ones itself), sending through the library's
+    transport with `settings`. Every MCP request over HTTP goes through a client built here."""
     return httpx2.AsyncClient(
         headers=headers,
         timeout=timeout if timeout is not None else httpx2.Timeout(30.0, read=_STREAM_READ_S),
         auth=auth,
+        transport=WireTransport(settings),
+        trust_env=False,  # the transport reads the proxy environment itself
     )
 
 
@@ -127,10 +135,12 @@ def _transport(spec: Spec, resolved: dict[str, str] | None, timeout_s: float) ->
                 headers=resolved,
                 timeout=timeout_s,
                 sse_read_timeout=_STREAM_READ_S,
-                httpx_client_factory=http_client,
+                httpx_client_factory=functools.partial(http_client, settings=spec.settings),
             )
         case Http():
-            client = http_client(resolved, httpx2.Timeout(timeout_s, read=_STREAM_READ_S))
+            client = http_client(
+                resolved, httpx2.Timeout(timeout_s, read=_STREAM_READ_S), settings=spec.settings
+            )
             return _owning(client, streamable_http_client(spec.url, http_client=client))
 
 

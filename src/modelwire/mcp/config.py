@@ -11,7 +11,8 @@ headers = { Authorization = "Bearer ${GITHUB_TOKEN}" }   # read from the environ
 ```
 
 Also `timeout_ms`, `call_timeout_ms`, `idempotent` (true or tool names) and `needs_approval`, as
-`MCPServer` takes them. A section with both or neither of `command` and `url`, an unknown key or
+`MCPServer` takes them; a url server also takes a route's transport settings (`proxy`, `ca_file`,
+`client_cert`, `client_key`, `max_connections`, `keepalive_s`, `connect_timeout_ms`: DESIGN §9). A section with both or neither of `command` and `url`, an unknown key or
 a value of the wrong type is `INVALID_CONFIG` naming `mcp.NAME.key` (never a value).
 """
 
@@ -25,6 +26,7 @@ from typing import Final, Literal
 import msgspec
 
 from ..errors import ErrorCode, HarnessError
+from ..wire.settings import SETTING_FIELDS, TransportSettings, transport_settings
 from ._spec import invalid
 from .server import DEFAULT_TIMEOUT_MS, MCPServer
 
@@ -60,12 +62,14 @@ def _problem(name: str, message: str) -> str:
     return f"mcp.{name}{'.' + field if field else ''}: {message[: at.start()]}"
 
 
-def _server(name: str, section: _Section) -> MCPServer:
+def _server(name: str, section: _Section, settings: TransportSettings | None) -> MCPServer:
     if (section.command is None) == (section.url is None):
         raise invalid("give either command (a stdio server) or url (an HTTP server)")
     if section.command is not None:
         if section.headers is not None or section.transport != "streamable-http":
             raise invalid("headers and transport are for url servers, not command ones")
+        if settings is not None:
+            raise invalid(f"{', '.join(SETTING_FIELDS)} are for url servers, not command ones")
         return MCPServer.stdio(
             section.command,
             section.args,
@@ -88,7 +92,19 @@ def _server(name: str, section: _Section) -> MCPServer:
         timeout_ms=section.timeout_ms,
         call_timeout_ms=section.call_timeout_ms,
         idempotent=section.idempotent,
+        transport=settings,
     )
+
+
+def _settings(name: str, raw: dict[str, object]) -> TransportSettings | None:
+    """The section's transport settings, taken out of `raw` (None: it names none)."""
+    given: dict[str, object] = {key: raw.pop(key) for key in SETTING_FIELDS if key in raw}
+    if not given:
+        return None
+    try:
+        return transport_settings(given, f"mcp.{name}")
+    except ValueError as exc:
+        raise HarnessError(str(exc), ErrorCode.INVALID_CONFIG) from None
 
 
 def servers_from_config(sections: Mapping[str, object]) -> dict[str, MCPServer]:
@@ -97,12 +113,14 @@ def servers_from_config(sections: Mapping[str, object]) -> dict[str, MCPServer]:
     for name, raw in sections.items():
         if not isinstance(raw, Mapping):
             raise HarnessError(f"mcp.{name} must be a table of settings", ErrorCode.INVALID_CONFIG)
+        fields = dict(raw)
+        settings = _settings(name, fields)
         try:
-            section = msgspec.convert(dict(raw), _Section)
+            section = msgspec.convert(fields, _Section)
         except msgspec.ValidationError as exc:
             raise HarnessError(_problem(name, str(exc)), ErrorCode.INVALID_CONFIG) from None
         try:
-            out[name] = _server(name, section)
+            out[name] = _server(name, section, settings)
         except HarnessError as exc:
             raise HarnessError(f"mcp.{name}: {exc.message}", exc.code) from None
     return out

@@ -26,6 +26,7 @@ from ..errors import ErrorCode, HarnessError
 from ..runtime.sync import on_bridge_exit, on_sync_loop
 from ..vocab import JsonValue
 from ..vocab.redacted import hidden_env, hidden_headers
+from ..wire.settings import TransportSettings
 from ._spec import Http, Spec, Stdio, invalid, names
 
 if TYPE_CHECKING:
@@ -150,11 +151,13 @@ class MCPServer:
         timeout_ms: float = DEFAULT_TIMEOUT_MS,
         call_timeout_ms: float | None = None,
         idempotent: bool | Sequence[str] = False,
+        transport: TransportSettings | None = None,
     ) -> MCPServer:
         """A server at `url` over streamable HTTP, sent `headers` with every request. `name`
-        defaults to the URL's host."""
+        defaults to the URL's host; `transport` (proxy, TLS files, pool, connect timeout) is how
+        the library's transport reaches it (default: the environment's proxy settings)."""
         return cls(
-            Http.of(url, headers, sse=False),
+            Http.of(url, headers, sse=False, settings=transport),
             name=name,
             needs_approval=needs_approval,
             timeout_ms=timeout_ms,
@@ -173,10 +176,12 @@ class MCPServer:
         timeout_ms: float = DEFAULT_TIMEOUT_MS,
         call_timeout_ms: float | None = None,
         idempotent: bool | Sequence[str] = False,
+        transport: TransportSettings | None = None,
     ) -> MCPServer:
-        """A server at `url` over the legacy HTTP+SSE transport (its SSE endpoint)."""
+        """A server at `url` over the legacy HTTP+SSE transport (its SSE endpoint); `transport`
+        as for `http`."""
         return cls(
-            Http.of(url, headers, sse=True),
+            Http.of(url, headers, sse=True, settings=transport),
             name=name,
             needs_approval=needs_approval,
             timeout_ms=timeout_ms,

@@ -286,7 +286,14 @@ async def open_call(
         and profile.auth != "none"
         and not any(n.lower() in spec.key_header_names for n, _ in profile.headers)
     ):
-        context = AuthContext(profile.route, env, route_region(profile, env), clock)
+        context = AuthContext(
+            profile.route,
+            env,
+            route_region(profile, env),
+            clock,
+            profile.transport_settings,
+            transport,
+        )
         if spec.authorize is not None:
             headers.update(spec.authorize(request, headers, context))
         if spec.authorize_async is not None:

@@ -214,8 +214,9 @@ def _grant(route: str, path: Path, info: _File, now: float) -> tuple[str, dict[s
     )
 
 
-async def _exchange(route: str, uri: str, form: dict[str, str]) -> _Token:
-    """POST the form to the token endpoint; its access token and lifetime."""
+async def _exchange(route: str, uri: str, form: dict[str, str], ctx: AuthContext) -> _Token:
+    """POST the form to the token endpoint (through the route's transport and settings: its
+    proxy and TLS files); its access token and lifetime."""
     watchdog = IdleWatchdog(
         _EXCHANGE_MS, message=f"Google token endpoint {uri} did not answer within 30000ms"
     )
@@ -230,6 +231,8 @@ async def _exchange(route: str, uri: str, form: dict[str, str]) -> _Token:
             endpoint=uri,
             watchdog=watchdog,
             secrets=secrets,
+            settings=ctx.settings,
+            transport=ctx.transport,
         ):
             body += read
     except LlmError as exc:
@@ -254,7 +257,7 @@ async def _exchange(route: str, uri: str, form: dict[str, str]) -> _Token:
     return token
 
 
-async def _minted(route: str, path: Path, now: float) -> str:
+async def _minted(route: str, path: Path, now: float, ctx: AuthContext) -> str:
     """A cached or freshly minted access token for the credentials in `path`."""
     key = str(path)
     cached = _cache.get(key)
@@ -266,7 +269,7 @@ async def _minted(route: str, path: Path, now: float) -> str:
         if cached is not None and cached.expires_at - _MARGIN_S > now:
             return cached.token
         uri, form = _grant(route, path, _read(route, path), now)
-        token = await _exchange(route, uri, form)
+        token = await _exchange(route, uri, form, ctx)
         _cache[key] = _Cached(token.access_token, now + token.expires_in)
         return token.access_token
 
@@ -286,5 +289,5 @@ async def authorize_google(
                 "file, or run `gcloud auth application-default login`",
                 ErrorCode.MISSING_CREDENTIAL,
             )
-        token = await _minted(ctx.route, path, ctx.now())
+        token = await _minted(ctx.route, path, ctx.now(), ctx)
     return {"Authorization": f"Bearer {token}"}

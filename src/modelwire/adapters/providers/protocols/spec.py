@@ -13,6 +13,8 @@ from typing import NamedTuple
 from ....errors import LlmError
 from ....vocab import StructuredOutputSupport
 from ....wire.pump import Framer, Translator
+from ....wire.settings import DEFAULT_SETTINGS, TransportSettings
+from ....wire.transport import Transport
 from ..context import NContext
 from ..materialize import ModelDescriptor
 from .common import ResponseRecord
@@ -36,13 +38,16 @@ def bearer(key: str) -> dict[str, str]:
 
 class AuthContext(NamedTuple):
     """What a request-signing protocol needs besides the request: the route (for messages),
-    the launch environment credentials are read from, the route's region (None = unset) and
-    a clock (epoch seconds) the signature's date comes from."""
+    the launch environment credentials are read from, the route's region (None = unset), a
+    clock (epoch seconds) the signature's date comes from, and how the route reaches the
+    network (its transport settings and transport: a token endpoint is called the same way)."""
 
     route: str
     env: Mapping[str, str]
     region: str | None
     now: Callable[[], float]
+    settings: TransportSettings = DEFAULT_SETTINGS
+    transport: Transport | None = None
 
 
 HttpError = Callable[[LlmError, str, Mapping[str, str], tuple[str, ...]], LlmError]
