@@ -7,6 +7,7 @@ they ran, so "ran exactly once" and "never ran" are observed, not assumed.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Any
 
@@ -347,3 +348,23 @@ async def test_a_process_that_died_before_its_pause_was_logged_pauses_on_resume(
     await agent.decide(sid, "c1", True)
     assert (await agent.resume_turn(sid)).text == "ok"
     assert dict(RAN) == {"pay": 1}
+
+
+async def test_two_deciders_at_once_never_both_win(
+    scripted: tuple[LlmRuntime, ScriptedAdapter], log: SessionLog, sid: str
+) -> None:
+    scripted[1].queue(calls_script(("c1", "pay", "{}")))
+    agent = make(scripted, log, counting("pay", True))
+    await agent.run_turn(sid, "pay")
+    other = make(scripted, log, counting("pay", True))
+    outcomes = await asyncio.gather(
+        agent.decide(sid, "c1", True, by="alice"),
+        other.decide(sid, "c1", False, by="bob"),
+        return_exceptions=True,
+    )
+    [won] = [o for o in outcomes if not isinstance(o, BaseException)]
+    [lost] = [o for o in outcomes if isinstance(o, BaseException)]
+    assert isinstance(lost, HarnessError) and lost.code == "ALREADY_DECIDED"
+    assert (won.by or "") in lost.message
+    [logged] = of_type(await log.read(sid), "tool/decision")
+    assert (logged.approve, logged.by) == (won.approve, won.by)
