@@ -15,7 +15,7 @@ import pytest
 from agent_helpers import Rig, ScriptedAdapter, of_type, text_script
 
 import modelwire as mw
-from modelwire.agent import Agent, RunContext, Tool, tool
+from modelwire.agent import Agent, RunContext, Tool, approval, tool
 from modelwire.errors import HarnessError
 from modelwire.runtime import LlmRuntime
 from modelwire.session import MemoryLog, SessionLog
@@ -351,11 +351,29 @@ async def test_a_process_that_died_before_its_pause_was_logged_pauses_on_resume(
 
 
 async def test_two_deciders_at_once_never_both_win(
-    scripted: tuple[LlmRuntime, ScriptedAdapter], log: SessionLog, sid: str
+    scripted: tuple[LlmRuntime, ScriptedAdapter],
+    log: SessionLog,
+    sid: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Both read the same paused state before either appends (a barrier after the first two
+    reads): one conditional append wins, the other is refused STALE_WRITE, reads again and is
+    refused ALREADY_DECIDED naming the winner; one `tool/decision` is logged."""
     scripted[1].queue(calls_script(("c1", "pay", "{}")))
     agent = make(scripted, log, counting("pay", True))
     await agent.run_turn(sid, "pay")
+    real = approval.approval_state
+    barrier = asyncio.Barrier(2)
+    reads: list[int] = []
+
+    async def both_read(log: SessionLog, session_id: str) -> approval.ApprovalState:
+        state = await real(log, session_id)
+        reads.append(state.next_seq)
+        if len(reads) <= 2:
+            await barrier.wait()
+        return state
+
+    monkeypatch.setattr(approval, "approval_state", both_read)
     other = make(scripted, log, counting("pay", True))
     outcomes = await asyncio.gather(
         agent.decide(sid, "c1", True, by="alice"),
@@ -365,6 +383,7 @@ async def test_two_deciders_at_once_never_both_win(
     [won] = [o for o in outcomes if not isinstance(o, BaseException)]
     [lost] = [o for o in outcomes if isinstance(o, BaseException)]
     assert isinstance(lost, HarnessError) and lost.code == "ALREADY_DECIDED"
-    assert (won.by or "") in lost.message
+    assert f"by {won.by}" in lost.message
+    assert reads[0] == reads[1] and reads[2] == reads[0] + 1  # the loser read again
     [logged] = of_type(await log.read(sid), "tool/decision")
     assert (logged.approve, logged.by) == (won.approve, won.by)
