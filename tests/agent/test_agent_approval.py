@@ -164,7 +164,7 @@ async def test_free_calls_run_at_the_pause_and_the_model_gets_every_result_in_ca
     with pytest.raises(HarnessError) as early:
         await agent.resume_turn(sid)
     assert early.value.code == "APPROVAL_PENDING"
-    assert "c2 (pay" in early.value.message and "c4" not in early.value.message
+    assert "c2 (pay" in early.value.message and "c4 (" not in early.value.message
     await agent.decide(sid, "c2", False)
     done = await agent.resume_turn(sid)
     assert done.reason.kind == "completed"
