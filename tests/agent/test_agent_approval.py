@@ -7,6 +7,7 @@ they ran, so "ran exactly once" and "never ran" are observed, not assumed.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import Any
 
@@ -14,10 +15,10 @@ import pytest
 from agent_helpers import Rig, ScriptedAdapter, of_type, text_script
 
 import modelwire as mw
-from modelwire.agent import Agent, RunContext, Tool, tool
+from modelwire.agent import Agent, RunContext, Tool, approval, tool
 from modelwire.errors import HarnessError
 from modelwire.runtime import LlmRuntime
-from modelwire.session import SessionLog
+from modelwire.session import MemoryLog, SessionLog
 from modelwire.vocab import (
     BlockEnd,
     BlockStart,
@@ -163,7 +164,7 @@ async def test_free_calls_run_at_the_pause_and_the_model_gets_every_result_in_ca
     with pytest.raises(HarnessError) as early:
         await agent.resume_turn(sid)
     assert early.value.code == "APPROVAL_PENDING"
-    assert "c2 (pay" in early.value.message and "c4" not in early.value.message
+    assert "c2 (pay" in early.value.message and "c4 (" not in early.value.message
     await agent.decide(sid, "c2", False)
     done = await agent.resume_turn(sid)
     assert done.reason.kind == "completed"
@@ -323,3 +324,66 @@ def test_needs_approval_must_be_a_bool_or_a_function() -> None:
     with pytest.raises(HarnessError) as info:
         Tool("t", "d", {"type": "object"}, lambda a: "", needs_approval="yes")  # type: ignore[arg-type]
     assert info.value.code == "INVALID_CONFIG" and "needs_approval" in info.value.message
+
+
+async def test_a_process_that_died_before_its_pause_was_logged_pauses_on_resume(
+    scripted: tuple[LlmRuntime, ScriptedAdapter], log: SessionLog, sid: str
+) -> None:
+    """The dead process logged the step's calls (one waiting for approval, one free that may
+    have run) but neither its `step/end` nor its `turn/end {paused}`: resuming pauses the turn
+    (the free call is answered TOOL_INTERRUPTED, never run twice); then it goes on as usual."""
+    _, adapter = scripted
+    adapter.queue(calls_script(("c1", "pay", "{}"), ("c2", "look", "{}")), text_script("ok"))
+    source = MemoryLog()
+    await make(scripted, source, counting("pay", True), counting("look")).run_turn(sid, "go")
+    events = await source.read(sid)
+    cut = max(i for i, e in enumerate(events) if e.type == "tool/call")  # before any result
+    await log.append_many(sid, [e.data for e in events[: cut + 1]])
+    RAN.clear()
+    agent = make(scripted, log, counting("pay", True), counting("look"))
+    paused = await agent.resume_turn(sid)
+    assert (paused.reason.kind, [p.call_id for p in paused.pending]) == ("paused", ["c1"])
+    [answered] = of_type(await log.read(sid), "tool/result")
+    assert (answered.call_id, answered.error_code) == ("c2", "TOOL_INTERRUPTED")
+    await agent.decide(sid, "c1", True)
+    assert (await agent.resume_turn(sid)).text == "ok"
+    assert dict(RAN) == {"pay": 1}
+
+
+async def test_two_deciders_at_once_never_both_win(
+    scripted: tuple[LlmRuntime, ScriptedAdapter],
+    log: SessionLog,
+    sid: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both read the same paused state before either appends (a barrier after the first two
+    reads): one conditional append wins, the other is refused STALE_WRITE, reads again and is
+    refused ALREADY_DECIDED naming the winner; one `tool/decision` is logged."""
+    scripted[1].queue(calls_script(("c1", "pay", "{}")))
+    agent = make(scripted, log, counting("pay", True))
+    await agent.run_turn(sid, "pay")
+    real = approval.approval_state
+    barrier = asyncio.Barrier(2)
+    reads: list[int] = []
+
+    async def both_read(log: SessionLog, session_id: str) -> approval.ApprovalState:
+        state = await real(log, session_id)
+        reads.append(state.next_seq)
+        if len(reads) <= 2:
+            await barrier.wait()
+        return state
+
+    monkeypatch.setattr(approval, "approval_state", both_read)
+    other = make(scripted, log, counting("pay", True))
+    outcomes = await asyncio.gather(
+        agent.decide(sid, "c1", True, by="alice"),
+        other.decide(sid, "c1", False, by="bob"),
+        return_exceptions=True,
+    )
+    [won] = [o for o in outcomes if not isinstance(o, BaseException)]
+    [lost] = [o for o in outcomes if isinstance(o, BaseException)]
+    assert isinstance(lost, HarnessError) and lost.code == "ALREADY_DECIDED"
+    assert f"by {won.by}" in lost.message
+    assert reads[0] == reads[1] and reads[2] == reads[0] + 1  # the loser read again
+    [logged] = of_type(await log.read(sid), "tool/decision")
+    assert (logged.approve, logged.by) == (won.approve, won.by)

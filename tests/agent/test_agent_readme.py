@@ -44,6 +44,7 @@ EXPECTED = [
     ("RetryPlugin()", "Hello!\n"),
     ("TokenMeter.project", "TokenUsage(input_tokens=20, output_tokens=5"),
     ("mcp_servers=[math]", "2 + 40 = 42.\n"),
+    ("needs_approval=True", 'asks add {"a": 2, "b": 40}\n2 + 40 = 42.\n'),
 ]
 """(a line of the block, what its stdout must contain): every block must match exactly one."""
 

@@ -107,6 +107,10 @@ async def test_off_a_terminal_the_turn_pauses_prints_how_to_decide_and_runs_noth
     assert done.code == 0, done.err
     assert done.out.startswith("results: paid 5 | looked | ") and "no wires" in done.out
     assert sorted(counted(str(counter))) == ["look call_1", "pay call_0"]
+    shown = await run_cli_async(tmp_path, ["sessions", "show", sid, "--log", db], env)
+    assert shown.code == 0, shown.err
+    assert "turn 1 paused" in shown.out and "turn 1 resumed" in shown.out
+    assert "pay [call_0] approved by" in shown.out and "wire [call_2] denied by" in shown.out
 
 
 async def test_agent_refuses_the_options_it_brings_itself(tmp_path: Path) -> None:
@@ -114,3 +118,26 @@ async def test_agent_refuses_the_options_it_brings_itself(tmp_path: Path) -> Non
         tmp_path, ["chat", "--agent", AGENT, "-m", "deepseek:x", "hi"], cli_env(tmp_path)
     )
     assert result.code == 2 and "drop -m" in result.err
+
+
+@pytest.mark.skipif(POSIX_ONLY, reason="needs a POSIX pty")
+async def test_the_interactive_chat_asks_between_its_prompts(
+    tmp_path: Path, model: ApprovalModel
+) -> None:
+    counter = tmp_path / "ran.txt"
+    args = ["chat", "--agent", AGENT, "--log", str(tmp_path / "log.db")]
+    async with PtyCli(tmp_path, args, env=_extra(model, counter)) as cli:
+        at = await cli.prompt()
+        cli.send(PLAN.encode() + b"\r")
+        at = await cli.until("Run tool pay with", after=at)
+        cli.send(b"y\r")
+        at = await cli.until("Run tool wire with", after=at)
+        cli.send(b"n\r")
+        at = await cli.until("Why not?", after=at)
+        cli.send(b"\r")  # no reason
+        at = await cli.until("results: paid 5 | looked | ", after=at)
+        at = await cli.prompt(after=at)
+        cli.send(b"\x04")
+        code = await cli.exit_code()
+    assert code == 0, cli.text
+    assert sorted(counted(str(counter))) == ["look call_1", "pay call_0"]

@@ -242,3 +242,56 @@ async def test_a_resumed_turn_is_an_invoke_agent_span_with_its_attempts_numbered
     a = attrs(call)
     assert (a["modelwire.turn"], a["modelwire.step"], a["modelwire.attempt"]) == (1, 1, 2)
     assert parent_of(call) == span_id(turn)
+
+
+async def test_a_pause_and_the_decisions_are_span_events_of_the_turn_spans(
+    otel: Otel, log: SessionLog
+) -> None:
+    """Issue 35: the pausing turn's span says which calls wait; the resumed turn's span carries
+    one event per decision, at the decision's log time (the reason only when opted in)."""
+    ran: list[str] = []
+
+    def pay(args: dict[str, object]) -> str:
+        ran.append("pay")
+        return "paid"
+
+    tools = [
+        Tool("pay", "Pay.", {"type": "object"}, pay, needs_approval=True),
+        Tool("wipe", "Wipe.", {"type": "object"}, lambda args: "wiped", needs_approval=True),
+    ]
+    calls = [Call("call_1", "pay", "{}"), Call("call_2", "wipe", "{}")]
+    async with Server([tool_body(*calls), "done"]) as server:
+        agent = Agent(deepseek_runtime(server.url), log, "deepseek", MODEL, tools=tools)
+        instrument(agent, **otel.kwargs())
+        paused = await agent.run_turn("s-approve", "pay, then wipe")
+        await agent.decide("s-approve", "call_1", True, by="alice")
+        await agent.decide("s-approve", "call_2", False, "never", by="bob")
+        done = await agent.resume_turn("s-approve")
+    assert (paused.reason.kind, done.reason.kind, ran) == ("paused", "completed", ["pay"])
+    first, second = otel.named("invoke_agent")
+    assert attrs(first)["modelwire.turn.end_reason"] == "paused"
+    [pause] = first.events
+    assert pause.name == "modelwire.turn.paused"
+    assert dict(pause.attributes or {}) == {
+        "modelwire.tool.call.ids": ("call_1", "call_2"),
+        "modelwire.tool.names": ("pay", "wipe"),
+    }
+    assert attrs(second)["modelwire.turn"] == 1
+    decisions = [e for e in second.events if e.name == "modelwire.tool.decision"]
+    assert [dict(e.attributes or {}) for e in decisions] == [
+        {
+            "gen_ai.tool.call.id": "call_1",
+            "gen_ai.tool.name": "pay",
+            "modelwire.approved": True,
+            "modelwire.decided_by": "alice",
+        },
+        {
+            "gen_ai.tool.call.id": "call_2",
+            "gen_ai.tool.name": "wipe",
+            "modelwire.approved": False,
+            "modelwire.decided_by": "bob",
+        },
+    ]
+    logged = [e.time for e in await log.read("s-approve") if e.type == "tool/decision"]
+    assert [e.timestamp for e in decisions] == [t * 1_000_000 for t in logged]
+    assert [s.attributes["gen_ai.tool.name"] for s in otel.named("execute_tool")] == ["pay"]

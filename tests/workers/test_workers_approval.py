@@ -23,7 +23,9 @@ from modelwire.workers import TurnQueue
 
 ROOT = Path(__file__).resolve().parents[2]
 SUPPORT = ROOT / "tests" / "support"
-PLAN = plan_text([("pay", {"amount": 5}), ("look", {}), ("wire", {"amount": 500})])
+PLAN = plan_text(
+    [("pay", {"amount": 5}), ("look", {}), ("wire", {"amount": 500}), ("wire", {"amount": 200})]
+)
 
 pytestmark = pytest.mark.slow
 
@@ -80,12 +82,15 @@ async def test_a_paused_ticket_is_decided_with_no_worker_alive_and_a_new_worker_
 
         code, out, err = await cli(env, "queue", "wait", first.id, "--log", queue_url)
         assert code == 1
-        assert "call_0: pay" in err and "call_2: wire" in err
+        assert "call_0: pay" in err and "call_2: wire" in err and "call_3: wire" in err
         assert f"modelwire queue approve --log {queue_url} {first.id} CALL_ID" in err
         code, out, _ = await cli(env, "queue", "status", "--log", queue_url)
         assert code == 0 and any(line.split()[:2] == ["paused", "1"] for line in out.splitlines())
         code, out, _ = await cli(env, "queue", "list", "--state", "paused", "--log", queue_url)
         assert code == 0 and first.id in out and second.id not in out
+
+        code, _, err = await cli(env, "queue", "cancel", first.id, "--log", queue_url)
+        assert code == 2 and "deny them" in err  # a paused ticket ends by its decisions
 
         # no worker is alive: the decisions go to the log and the queue alone
         code, out, err = await cli(env, "queue", "approve", first.id, "call_0", "--log", queue_url)
@@ -95,7 +100,13 @@ async def test_a_paused_ticket_is_decided_with_no_worker_alive_and_a_new_worker_
             env, "queue", "deny", first.id, "call_2", "--reason", "too much", "--log", queue_url
         )
         assert (code, out) == (0, "call_2 denied\n"), err
-        assert (await queue.status(first)).state == "queued"
+        assert (await queue.status(first)).state == "paused"  # call_3 still waits
+        code, out, err = await cli(
+            env, "sessions", "decide", "s-approval", "call_3", "--approve", "--log", queue_url
+        )
+        assert (code, out) == (0, "call_3 approved\n"), err
+        assert f"a worker resumes ticket {first.id}" in err
+        assert (await queue.status(first)).state == "queued"  # the last decision queued it
         code, _, err = await cli(env, "queue", "approve", first.id, "call_2", "--log", queue_url)
         assert code == 2 and "already denied" in err
         code, _, err = await cli(env, "queue", "approve", first.id, "nope", "--log", queue_url)
@@ -106,9 +117,10 @@ async def test_a_paused_ticket_is_decided_with_no_worker_alive_and_a_new_worker_
         done = await queue.status(first)
         assert done.state == "completed" and done.claims == 2
         assert done.output is not None and done.output.startswith("results: paid 5 | looked | ")
-        assert "too much" in done.output
+        assert "too much" in done.output and done.output.endswith(" | wired 200")
         later = await queue.status(second)
         assert (later.state, later.output) == ("completed", "echo after the payment")
-    assert sorted(counted(str(counter))) == ["look call_1", "pay call_0"]  # each ran once
+    ran = sorted(counted(str(counter)))
+    assert ran == ["look call_1", "pay call_0", "wire call_3"]  # each ran once
     code, out, _ = await cli(env, "queue", "status", "--json", "--log", queue_url)
     assert json.loads(out)["paused"] == 0

@@ -15,6 +15,7 @@ from ..session.events import (
     RequestHeader,
     StepEnd,
     StepStart,
+    ToolCallRecord,
     ToolResultRecord,
     TurnEnd,
     TurnPaused,
@@ -124,6 +125,7 @@ class LogView:
         "order",
         "paused",
         "unanswered",
+        "waiting",
     )
 
     def __init__(self) -> None:
@@ -137,6 +139,7 @@ class LogView:
         self.open_step: tuple[int, int] | None = None
         self.paused: int | None = None  # the last turn, when it ended paused (`approval.py`)
         self.order: dict[str, int] = {}  # call order of the latest assistant message's calls
+        self.waiting: set[str] = set()  # calls logged `needs_approval`, still without a result
         self.unanswered: dict[str, tuple[int, int, str]] = {}
         """Tool calls of committed assistant messages without a `tool/result`: id → (turn, step,
         name). Non-empty only after a turn was cut off between a commit and its tool results."""
@@ -165,6 +168,10 @@ class LogView:
             elif isinstance(data, ToolResultRecord):
                 place_result(messages, data.message, self.order)
                 self.unanswered.pop(data.call_id, None)
+                self.waiting.discard(data.call_id)
+            elif isinstance(data, ToolCallRecord):
+                if data.needs_approval:
+                    self.waiting.add(data.call_id)
             elif isinstance(data, TurnStart):
                 self.last_turn = data.turn
                 self.open_turn, self.open_step, self.paused = data.turn, None, None

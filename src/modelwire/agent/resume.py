@@ -15,6 +15,8 @@ settles or continues its last Step for `Agent.resume_turn`, through the turn's `
   `idempotent` (safe to run twice) is the exception: it runs again, as a live Step runs its calls
   (`rerun.py`), unless the message was interrupted or cut at `max_tokens` (no live Step would run
   those calls).
+- an open Step with calls logged as waiting for approval pauses the turn (the other unanswered
+  calls are answered as above).
 - a turn without an open Step goes on as its last Step's outcome says.
 
 With a typed output the last Step's answer is judged again from the log (a rejected answer,
@@ -184,8 +186,14 @@ async def resume_step(
     raised as its `LlmError`.
     """
     log, sid = runner.log, frame.session.session_id
-    interrupted = interrupted_results(frame.session.view)
+    view = frame.session.view
+    interrupted = interrupted_results(view)
     facts: list[ToolResultRecord | StepEnd] = list(interrupted)
+    if point.step_open and point.message is not None and view.waiting & set(view.unanswered):
+        # it died between logging calls that wait for approval and its pause: pause it now
+        facts = [r for r in interrupted if r.call_id not in view.waiting]
+        await log.append_many(sid, [*facts, StepEnd(point.turn, point.step)])
+        return StepOutcome(max_tokens=False, ran_tools=True, paused=True)
     if point.step_open and point.message is None:
         if facts:
             await log.append_many(sid, facts)

@@ -186,6 +186,8 @@ class TurnLoop:
         if state.resumed is not None:
             frame = StepFrame(session, signal, state.turn, state.step, state.sink)
             settled = await resume_step(runner, frame, state.resumed)
+            if isinstance(settled, StepOutcome) and settled.paused:
+                return TurnPaused()
             if isinstance(settled, StepOutcome):
                 max_tokens = settled.max_tokens
                 more = settled.ran_tools or bool(self.inbox.get(sid))

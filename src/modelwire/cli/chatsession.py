@@ -135,7 +135,15 @@ class ChatSession:
         self, *, route: str | None = None, model: str | None = None, system: str | None = None
     ) -> None:
         """Change what the next turn uses: route and model (None keeps them) and the system
-        prompt (None: none); the next turn runs on a new agent."""
+        prompt (None: none); the next turn runs on a new agent. A `--agent` chat's agent is
+        the user's: changing it here is a `CliError`."""
+        if self._factory is not None:
+            from .errors import CliError
+
+            raise CliError(
+                f"the agent of --agent {self._factory_spec} sets its own route, model and system "
+                "prompt: change them in its factory"
+            )
         self.route = route if route is not None else self.route
         self.model = model if model is not None else self.model
         self.system = system

@@ -30,6 +30,7 @@ from ..session.events import (
     StepEnd,
     StepStart,
     ToolCallRecord,
+    ToolDecision,
     ToolResultRecord,
     TurnAborted,
     TurnBlocked,
@@ -241,8 +242,12 @@ def _usage_text(usage: TokenUsage) -> str:
 
 def _summary(data: msgspec.Struct) -> str:
     match data:
-        case TurnStart(turn=turn):
-            return f"turn {turn}"
+        case TurnStart(turn=turn, resumed_after=after):
+            return f"turn {turn}" + (f" resumed after step {after}" if after is not None else "")
+        case ToolDecision() as d:
+            verdict = "approved" if d.approve else "denied"
+            who = f" by {d.by}" if d.by else ""
+            return f"{d.name} [{d.call_id}] {verdict}{who}" + (f": {d.reason}" if d.reason else "")
         case TurnEnd(turn=turn, reason=reason):
             return f"turn {turn}: {turn_reason_text(reason)}"
         case StepStart(turn=turn, step=step) | StepEnd(turn=turn, step=step):
@@ -261,8 +266,9 @@ def _summary(data: msgspec.Struct) -> str:
             flag = " [interrupted]" if m.interrupted else ""
             usage = f" ({_usage_text(m.usage)})" if m.usage is not None else ""
             return f"{m.turn}.{m.step} attempt {m.attempt}{flag}: {message_text(m.message)}{usage}"
-        case ToolCallRecord(name=name, arguments=arguments, call_id=call_id):
-            return f"{name}({arguments}) [{call_id}]"
+        case ToolCallRecord(name=name, arguments=arguments, call_id=call_id) as c:
+            waits = " (waits for approval)" if c.needs_approval else ""
+            return f"{name}({arguments}) [{call_id}]{waits}"
         case ToolResultRecord(name=name, message=message, is_error=is_error):
             return f"{name} → " + ("error: " if is_error else "") + message_text(message)
         case LlmRetry() as r:
@@ -287,6 +293,7 @@ _TYPE_STYLES: Mapping[str, str] = {
     "assistant/message": "magenta",
     "tool/call": "cyan",
     "tool/result": "cyan",
+    "tool/decision": "cyan",
     "llm/retry": "yellow",
     "llm/retry-started": "yellow",
     "llm/rate-limit-wait": "yellow",

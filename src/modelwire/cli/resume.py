@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ..session import Event, TurnAborted, TurnEnd, TurnErrored, TurnInterrupted
+from ..session import Event, TurnAborted, TurnEnd, TurnErrored, TurnInterrupted, TurnPaused
 from .chatopts import CallOptions
 from .config import load_config
 from .errors import fail
@@ -43,6 +43,11 @@ def last_turn_story(events: list[Event]) -> str:
             )
         case TurnErrored(failure=failure):
             return f"{where} failed: {failure_text(failure)}"
+        case TurnPaused():
+            return (
+                f"{where} is paused: tool calls wait for a person's decision (`modelwire "
+                "sessions decide`); chat with the agent that has the tools continues it"
+            )
         case _:
             return f"{where} ended {reason.kind}"
 

@@ -20,6 +20,7 @@ from ..session import (
     Event,
     LlmRetry,
     RequestHeader,
+    ToolDecision,
     ToolResultRecord,
     TurnEnd,
     TurnStart,
@@ -82,8 +83,14 @@ def _transcript(console: Console, session_id: str, events: list[Event], *, full:
     for event in events:
         data = event.data
         if isinstance(data, TurnStart):
+            again = " resumed" if data.resumed_after is not None else ""
             console.print()
-            console.rule(Text(f"turn {data.turn} · {local_time(event.time)}", style="bold"))
+            console.rule(Text(f"turn {data.turn}{again} · {local_time(event.time)}", style="bold"))
+        elif isinstance(data, ToolDecision):
+            verdict = "approved" if data.approve else "denied"
+            who = f" by {data.by}" if data.by else ""
+            why = f": {data.reason}" if data.reason else ""
+            console.print(Text(f"✓ {data.name} [{data.call_id}] {verdict}{who}{why}", "cyan"))
         elif isinstance(data, UserMessage):
             console.print(
                 Text.assemble(

@@ -13,6 +13,11 @@
   `gen_ai.tool.call.id`, `gen_ai.tool.type` (`function`), `gen_ai.conversation.id`,
   `modelwire.turn`, `modelwire.step`; a failed call's `error.type` is its code (`TOOL_FAILED`,
   `TOOL_TIMEOUT`, `INVALID_ARGS`, ...). Arguments and result only with `capture_content=True`.
+- approvals (issue 35): a turn that pauses gets the span event `modelwire.turn.paused`
+  (`modelwire.tool.call.ids`, `modelwire.tool.names`: the waiting calls); a reopened paused turn
+  gets one `modelwire.tool.decision` event per decision it resumes on, at the decision's log
+  time (`gen_ai.tool.call.id`, `gen_ai.tool.name`, `modelwire.approved`, `modelwire.decided_by`
+  when logged; the reason only with `capture_content=True`).
 - `on_request` listener: moves the turn's `TurnScope` to the attempt being requested, which the
   model-call span reads (`modelwire.step`, `modelwire.attempt`).
 """
@@ -28,7 +33,7 @@ import msgspec
 from ..agent.cancel import TurnCancelled
 from ..agent.hooks import RequestHookContext, ToolEnd, ToolHookContext, TurnHookContext
 from ..errors import ErrorCode, normalize_llm_failure
-from ..session.events import TurnEndReason, TurnErrored
+from ..session.events import ToolCallRecord, ToolDecision, TurnEndReason, TurnErrored, TurnStart
 from ..vocab import CallConfig
 from .otel import ABORTED, Instruments, error_type
 from .scope import CURRENT_TURN, TurnScope
@@ -99,10 +104,13 @@ def _turn_wrapper(
         attached = context.attach(trace.set_span_in_context(span))
         kind, error = "error", None
         try:
+            await _decisions(tools, agent, span, ctx)
             reason = await call_next()
             kind = reason.kind
             if isinstance(reason, TurnErrored):
                 error = str(reason.failure.code)
+            elif kind == "paused":
+                await _paused(agent, span, ctx)
         except (TurnCancelled, asyncio.CancelledError):
             kind, error = "aborted", ABORTED
             raise
@@ -118,6 +126,55 @@ def _turn_wrapper(
             _end_turn(tools, span, scope, kind, error)
 
     return wrapper
+
+
+async def _decisions(
+    tools: Instruments,
+    agent: Agent[Any],  # Any: agents of every output type
+    span: Span,
+    ctx: TurnHookContext,
+) -> None:
+    """One `modelwire.tool.decision` event per decision a reopened paused turn resumes on."""
+    log, sid = agent.log, ctx.session_id
+    start = await log.latest(sid, "turn/start")
+    if start is None or not isinstance(start.data, TurnStart) or start.data.turn != ctx.turn:
+        return
+    if start.data.resumed_after is None:
+        return
+    paused = await log.latest(sid, "turn/end")
+    since = paused.seq if paused is not None and paused.seq < start.seq else start.seq
+    for event in await log.read(sid, since, start.seq, chunks=False):
+        data = event.data
+        if isinstance(data, ToolDecision) and data.turn == ctx.turn:
+            attributes: dict[str, AttributeValue] = {
+                "gen_ai.tool.call.id": data.call_id,
+                "gen_ai.tool.name": data.name,
+                "modelwire.approved": data.approve,
+            }
+            if data.by:
+                attributes["modelwire.decided_by"] = data.by
+            if data.reason and tools.capture_content:
+                attributes["modelwire.decision.reason"] = data.reason
+            span.add_event("modelwire.tool.decision", attributes, timestamp=event.time * 1_000_000)
+
+
+async def _paused(
+    agent: Agent[Any],  # Any: agents of every output type
+    span: Span,
+    ctx: TurnHookContext,
+) -> None:
+    """The `modelwire.turn.paused` event: the calls of this turn left waiting for a decision."""
+    from ..agent.approval import approval_state
+
+    state = await approval_state(agent.log, ctx.session_id)
+    waiting: list[ToolCallRecord] = [c for c in state.pending.values() if c.turn == ctx.turn]
+    span.add_event(
+        "modelwire.turn.paused",
+        {
+            "modelwire.tool.call.ids": [c.call_id for c in waiting],
+            "modelwire.tool.names": [c.name for c in waiting],
+        },
+    )
 
 
 def _end_turn(

@@ -4,7 +4,8 @@ Feed events in log order with `apply`; `view.session_view(fold, since)` turns it
 `SessionView` payload. Raw chunks are counted and located (first/last seq per attempt), never
 kept: the page fetches them per attempt, so a session of 100,000 chunks folds into a small view.
 Only the attempt still streaming is assembled (its `draft`), from the log once, then chunk by
-chunk. Failed attempts, retry decisions and incomplete turn ends also become transcript notes.
+chunk. Failed attempts, retry decisions and incomplete turn ends also become transcript notes,
+and so do a pause for approvals (its waiting calls), each `tool/decision` and the reopening.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..session import (
     StepEnd,
     StepStart,
     ToolCallRecord,
+    ToolDecision,
     ToolResultRecord,
     TurnAborted,
     TurnEnd,
@@ -109,6 +111,8 @@ class SessionFold:
             self._message(event, data)
         elif isinstance(data, (ToolCallRecord, ToolResultRecord)):
             self._tool(event, data)
+        elif isinstance(data, ToolDecision):
+            self._decision(event, data)
         elif isinstance(data, (LlmRetry, LlmRetryStarted)):
             self._retry(event, data)
         elif isinstance(data, (TurnStart, TurnEnd)):
@@ -220,13 +224,27 @@ class SessionFold:
         turn = self._turn_of(data.turn, event.time, event.seq)
         step = self._step_of(turn, data.step, event.time)
         if isinstance(data, ToolCallRecord):
-            step.tools[data.call_id] = ToolState(data.call_id, data.name, event.time)
+            waits = "pending" if data.needs_approval else None
+            step.tools[data.call_id] = ToolState(
+                data.call_id, data.name, event.time, approval=waits, arguments=data.arguments
+            )
             return
         tool = step.tools.get(data.call_id)
         if tool is not None:
             tool.end, tool.is_error, tool.error_code = event.time, data.is_error, data.error_code
         self.transcript.append(tool_item(event, data))
         self.messages += 1
+
+    def _decision(self, event: Event, data: ToolDecision) -> None:
+        step = self._step_of(self._turn_of(data.turn, event.time, event.seq), data.step, event.time)
+        tool = step.tools.get(data.call_id)
+        verdict = "approved" if data.approve else "denied"
+        if tool is not None:
+            tool.approval = verdict
+        who = f" by {data.by}" if data.by else ""
+        why = f": {data.reason}" if data.reason else ""
+        text = f"tool call {data.call_id} ({data.name}) {verdict}{who}{why}"
+        self.transcript.append(note_item(event, text, turn=data.turn))
 
     def _retry(self, event: Event, data: LlmRetry | LlmRetryStarted) -> None:
         turn = self._turn_of(data.turn, event.time, event.seq)
@@ -263,10 +281,25 @@ class SessionFold:
         turn = self._turn_of(data.turn, event.time, event.seq)
         if isinstance(data, TurnStart):
             self._turn = turn
+            if data.resumed_after is not None:  # a paused turn reopened: running again
+                turn.end, turn.outcome = None, None
+                text = f"turn {data.turn} resumed: its decided calls are answered"
+                self.transcript.append(note_item(event, text, turn=data.turn))
             return
         turn.end = event.time
         reason = data.reason
         turn.outcome = reason.kind
+        if reason.kind == "paused":
+            waiting = [
+                f"{t.name} {t.arguments} [{t.call_id}]"
+                for s in turn.steps.values()
+                for t in s.tools.values()
+                if t.approval == "pending"
+            ]
+            turn.detail = "waiting for a decision on " + ", ".join(waiting)
+            text = f"turn {data.turn} paused: {turn.detail}"
+            self.transcript.append(note_item(event, text, turn=data.turn))
+            return
         if isinstance(reason, TurnErrored):
             turn.failure = reason.failure
         elif isinstance(reason, TurnAborted):

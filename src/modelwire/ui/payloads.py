@@ -138,7 +138,8 @@ class RetryView(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ToolRunView(msgspec.Struct, frozen=True, kw_only=True):
-    """One tool execution: `tool/call` to `tool/result`."""
+    """One tool execution: `tool/call` to `tool/result`; `approval` for a call that needs a
+    person's decision: `pending`, `approved` or `denied` (None: it needs none)."""
 
     call_id: str
     name: str
@@ -146,6 +147,7 @@ class ToolRunView(msgspec.Struct, frozen=True, kw_only=True):
     end: int | None
     is_error: bool
     error_code: str | None
+    approval: str | None = None
 
 
 class MarkerView(msgspec.Struct, frozen=True, kw_only=True):

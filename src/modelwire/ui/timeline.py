@@ -79,6 +79,8 @@ class ToolState:
     end: int | None = None
     is_error: bool = False
     error_code: str | None = None
+    approval: str | None = None  # pending, approved or denied (None: needs no approval)
+    arguments: str = ""
 
 
 @dataclass(slots=True)
@@ -172,6 +174,7 @@ def _freeze_step(
                 end=t.end,
                 is_error=t.is_error,
                 error_code=t.error_code,
+                approval=t.approval,
             )
             for t in step.tools.values()
         ),

@@ -206,7 +206,8 @@ class TurnQueue(TicketDecisions):
     async def cancel(self, ticket: TicketRef) -> TicketStatus:
         """Cancel `ticket`: a queued one (or a running one whose worker is gone) ends
         `cancelled` now and never runs; a running one becomes `cancelling` until its worker
-        cancels the turn. An unknown or finished ticket is `INVALID_ARGS`, nothing changed."""
+        cancels the turn. An unknown, finished or paused ticket is `INVALID_ARGS`, nothing
+        changed (a paused one ends once its calls are denied)."""
         tid = ticket_id(ticket)
         now = self._clock()
         async with self._driver.transaction() as q:
@@ -214,10 +215,13 @@ class TurnQueue(TicketDecisions):
             if not rows:
                 raise no_ticket(tid, self.where)
             status = statuses_from_rows(rows)[0]
-            if status.done:
+            if status.done or status.state == "paused":
+                why = "nothing to cancel"
+                if status.state == "paused":
+                    why = "its turn waits for decisions: deny them (`queue deny`) to end it"
                 raise HarnessError(
-                    f"turn queue {self.where}: ticket {tid!r} already {status.state}: nothing to "
-                    "cancel, nothing changed",
+                    f"turn queue {self.where}: ticket {tid!r} already {status.state}: {why}, "
+                    "nothing changed",
                     ErrorCode.INVALID_ARGS,
                 )
             if status.state != "queued":

@@ -74,11 +74,14 @@ export class Timeline {
     for (const a of step.attempts) track.appendChild(this.attempt(a, range));
     const tools = el("div", { class: "tl-track tl-tools" });
     for (const t of step.tools) {
+      const waiting = t.approval === "pending";
       const bar = el("div", {
-        class: `tl-bar tl-tool${t.is_error ? " is-error" : ""}`,
-        title: `tool ${t.name} [${t.call_id}]${t.error_code ? ` — ${t.error_code}` : ""}\n` +
-          (t.end !== null ? fmtDuration(t.end - t.start) : "running"),
-      }, el("span", {}, t.name));
+        class: `tl-bar tl-tool${t.is_error ? " is-error" : ""}${waiting ? " is-pending" : ""}`,
+        "data-approval": t.approval || "",
+        title: `tool ${t.name} [${t.call_id}]${t.error_code ? ` — ${t.error_code}` : ""}` +
+          `${t.approval ? ` (${t.approval === "pending" ? "waiting for approval" : t.approval})` : ""}\n` +
+          (t.end !== null ? fmtDuration(t.end - t.start) : waiting ? "not run: waiting for a decision" : "running"),
+      }, el("span", {}, waiting ? `${t.name} ⏸` : t.name));
       tools.appendChild(this.place(bar, t.start, t.end, range));
     }
     for (const m of step.markers) {
