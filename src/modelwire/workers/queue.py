@@ -53,6 +53,7 @@ from .tickets import (
     Ticket,
     TicketRef,
     TicketStatus,
+    checked_claim_row,
     newer_schema,
     no_ticket,
     statuses_from_rows,
@@ -178,7 +179,7 @@ class TurnQueue:
             rows = await q(_STATUS, (tid,))
         if not rows:
             raise no_ticket(tid, self.where)
-        return statuses_from_rows(rows)[0]
+        return statuses_from_rows(rows, self.where)[0]
 
     async def tickets(
         self, *, states: tuple[str, ...] = (), session_id: str | None = None, limit: int = 100
@@ -196,7 +197,7 @@ class TurnQueue:
         sql = f"{_COLUMNS}{clause} ORDER BY position DESC LIMIT %s"
         async with self._driver.transaction() as q:
             rows = await q(sql, (*params, max(0, int(limit))))
-        return statuses_from_rows(rows[::-1])
+        return statuses_from_rows(rows[::-1], self.where)
 
     async def cancel(self, ticket: TicketRef) -> TicketStatus:
         """Cancel `ticket`: a queued one (or a running one whose worker is gone) ends
@@ -208,7 +209,7 @@ class TurnQueue:
             rows = await q(_STATUS, (tid,))
             if not rows:
                 raise no_ticket(tid, self.where)
-            status = statuses_from_rows(rows)[0]
+            status = statuses_from_rows(rows, self.where)[0]
             if status.done:
                 raise HarnessError(
                     f"turn queue {self.where}: ticket {tid!r} already {status.state}: nothing to "
@@ -295,7 +296,7 @@ class TurnQueue:
         async with driver.transaction() as q:
             await q(_SWEEP, (now, now))
             for candidate in await q(_CANDIDATE + lock, (now,)):
-                ticket, sid, text, state = (str(value) for value in candidate)
+                ticket, sid, text, state = checked_claim_row(self.where, candidate)
                 # never wait for a session another writer holds (a paused one may hold it long)
                 if not await driver.try_lock_session(q, sid):
                     continue
