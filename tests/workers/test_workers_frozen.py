@@ -10,6 +10,7 @@ field, never a raw `ValueError`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sqlite3
@@ -17,6 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from pgcluster import PgCluster
+from test_workers_chaos import RUN_TIMEOUT_S, Pool, model_in_thread
 
 from modelwire.errors import ErrorCode, HarnessError
 from modelwire.workers import TurnQueue
@@ -145,3 +148,141 @@ async def test_a_corrupt_claimable_ticket_is_log_corrupt_not_a_silent_str(tmp_pa
         await asyncio.to_thread(_not_write_locked, db)  # the failed claim rolled back
     finally:
         await queue.close()
+
+
+# ---- a writer paused mid-stream --------------------------------------------------------------
+
+APPENDER = """
+import asyncio, sys
+from modelwire.errors import HarnessError
+from modelwire.session import UserMessage
+from modelwire.session.sqlite import SqliteLog
+from modelwire.vocab import user_message
+
+async def main(url):
+    log = await SqliteLog.open(url)
+    await log.acquire_lease("s1", f"appender:{sys.argv[2]}", 1500)
+    print("appending", flush=True)
+    try:
+        while True:  # a fast stream: 500 chunks a second (an old group transaction: always open)
+            await log.append("s1", UserMessage(user_message("chunk")))
+            await asyncio.sleep(0.002)
+    except HarnessError as exc:
+        print(f"stopped: {exc.code}", flush=True)
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+async def test_a_paused_sqlite_writer_mid_stream_holds_no_write_lock_and_its_lease_is_taken(
+    tmp_path: Path,
+) -> None:
+    from modelwire.session import UserMessage
+    from modelwire.session.sqlite import SqliteLog
+    from modelwire.vocab import user_message
+
+    db = tmp_path / "log.db"
+    url = f"sqlite:///{db}"
+    (tmp_path / "appender.py").write_text(APPENDER, encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(tmp_path / "appender.py"),
+        url,
+        "a",
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    try:
+        line = await asyncio.wait_for(proc.stdout.readline(), GUARD_S)
+        assert line == b"appending\n", line
+        await asyncio.sleep(0.2)  # well into the stream
+        # Stopped at a random point. Only a stop inside the one call that writes and commits (a
+        # millisecond in ten) can catch the lock: then it is continued and stopped again.
+        for _ in range(5):
+            proc.send_signal(signal.SIGSTOP)
+            try:
+                await asyncio.to_thread(_not_write_locked, db)
+                break
+            except sqlite3.OperationalError:
+                proc.send_signal(signal.SIGCONT)
+                await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("a writer stopped mid-stream kept the database write-locked")
+        # the paused writer's lease expires and is taken over; the taker writes
+        taker = await SqliteLog.open(url)
+        try:
+            async with asyncio.timeout(GUARD_S):
+                while True:
+                    try:
+                        await taker.acquire_lease("s1", "taker", 60_000)
+                        break
+                    except HarnessError as exc:
+                        assert exc.code == ErrorCode.TURN_IN_PROGRESS
+                        await asyncio.sleep(0.1)
+            mine = UserMessage(user_message("the taker's"))
+            await taker.append("s1", mine, barrier=True)
+            proc.send_signal(signal.SIGCONT)  # the old writer wakes up: refused, writes nothing
+            out = await asyncio.wait_for(proc.stdout.readline(), GUARD_S)
+            assert out == b"stopped: LEASE_LOST\n", out
+            assert (await taker.read("s1"))[-1].data == mine
+        finally:
+            await taker.close()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGCONT)
+            proc.kill()
+        await proc.wait()
+
+
+async def _idle_in_transaction(url: str) -> int:
+    """How many sessions of the server sit idle inside a transaction (a stopped client's)."""
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        cur = await conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%%'"
+        )
+        row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+async def test_a_postgres_worker_sigstopped_inside_a_transaction_has_its_tickets_taken_over(
+    pg_cluster: PgCluster, tmp_path: Path
+) -> None:
+    # The worker is stopped only once the server shows one of its transactions open (it then
+    # holds session locks a takeover needs): its own connections end such a transaction after
+    # its lease (`idle_in_transaction_session_timeout`), so another worker takes its tickets.
+    url = pg_cluster.url
+    with model_in_thread(chunk_delay_s=0.002) as server:
+        queue = await TurnQueue.open(url)
+        pool = Pool(url, server.base_url, tmp_path / "counter", tmp_path, concurrency=2)
+        try:
+            tickets = [await queue.submit(f"s{n}", f"t{n}") for n in range(8)]
+            first = pool.spawn()
+            await pool.started([first])
+            async with asyncio.timeout(GUARD_S):
+                while True:
+                    first.popen.send_signal(signal.SIGSTOP)
+                    if await _idle_in_transaction(url):
+                        break
+                    first.popen.send_signal(signal.SIGCONT)
+                    await asyncio.sleep(0.005)
+            assert "running" in {(await queue.status(t)).state for t in tickets}
+            second = pool.spawn()
+            await pool.started([second])
+            async with asyncio.timeout(RUN_TIMEOUT_S):
+                while not all([(await queue.status(t)).done for t in tickets]):
+                    await asyncio.sleep(0.2)
+            statuses = [await queue.status(t) for t in tickets]
+            assert {s.state for s in statuses} == {"completed"}, statuses
+            assert any(s.claims >= 2 for s in statuses), statuses  # taken over from the first
+            assert first.popen.poll() is None  # still stopped: nothing waited for it
+        finally:
+            pool.stop()
+            await queue.close()

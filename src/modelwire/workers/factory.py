@@ -1,6 +1,12 @@
-"""How a worker builds its agent: call the user's factory over the log, check what it returned,
-and give up when the worker is stopped first (a factory that never returns must not keep a
-stopped worker alive)."""
+"""How a worker gets its database and its agent: the URL its own connections use, and the
+user's factory called over the log (what it returned checked; given up when the worker is
+stopped first: a factory that never returns must not keep a stopped worker alive).
+
+On PostgreSQL a worker's connections end a transaction left idle for its lease
+(`idle_in_transaction_session_timeout`, through libpq `options`): a paused worker's open
+transaction, and the session locks it holds, then go when its lease does, so another worker
+takes its tickets over. A setting the URL already makes is kept.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +14,15 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from ..agent import Agent
 from ..errors import ErrorCode, HarnessError
 from ..session import SessionLog
 
-__all__ = ["AgentFactory", "build_agent"]
+__all__ = ["AgentFactory", "build_agent", "worker_url"]
+
+_IDLE = "idle_in_transaction_session_timeout"
 
 AgentFactory: TypeAlias = Callable[[SessionLog], "Agent[Any] | Awaitable[Agent[Any]]"]
 """Builds the worker's agent over the log it opened (Any: agents of every output type)."""
@@ -67,3 +76,19 @@ def _raised(name: object, exc: Exception) -> HarnessError:
         ErrorCode.INVALID_CONFIG,
         cause=exc,
     )
+
+
+def worker_url(url: str, lease_ms: float) -> str:
+    """`url` for a worker's own connections: on PostgreSQL with `-c {_IDLE}=LEASE` added to its
+    libpq `options` (see the module docstring); any other URL as is."""
+    if url.split(":", 1)[0].lower() not in ("postgresql", "postgres"):
+        return url
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    options = " ".join(value for key, value in query if key == "options")
+    if _IDLE in options:
+        return url
+    setting = f"-c {_IDLE}={max(1, int(lease_ms))}"
+    rest = [(key, value) for key, value in query if key != "options"]
+    rest.append(("options", f"{options} {setting}".strip()))
+    return urlunsplit(parts._replace(query=urlencode(rest, quote_via=quote)))

@@ -37,7 +37,7 @@ from ..errors import ErrorCode, HarnessError
 from ..session import SessionLog, open_log
 from ..session.events import AbortCause, TurnEnd, TurnErrored, TurnStart, UserMessage
 from ..session.lease import Lease, check_lease_ms, default_owner
-from .factory import AgentFactory, build_agent
+from .factory import AgentFactory, build_agent, worker_url
 from .queue import TurnQueue
 from .tickets import Claim, State
 
@@ -112,7 +112,7 @@ class Worker:
 
     async def run(self) -> WorkerStats:
         """Claim and run tickets until `stop()`; returns what was done."""
-        self._queue = queue = await TurnQueue.open(self.log_url)
+        self._queue = queue = await TurnQueue.open(worker_url(self.log_url, self.lease_ms))
         tasks: set[asyncio.Task[None]] = set()
         try:
             await self._open()
@@ -179,7 +179,7 @@ class Worker:
     # ---- the log and the agent -----------------------------------------------------------------
 
     async def _open(self) -> None:
-        self._log = log = await open_log(self.log_url)
+        self._log = log = await open_log(worker_url(self.log_url, self.lease_ms))
         try:
             self._agent = await build_agent(self.factory, log, self._stopping)
         except BaseException:
