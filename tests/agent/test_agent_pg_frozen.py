@@ -15,7 +15,10 @@ the deadline the rule forbids waiting for, decides (see each test).
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
 import uuid
+import warnings
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -40,7 +43,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PgCluster]:
     """One throwaway cluster for this module (each test uses fresh session ids)."""
     if find_pgbin() is None:
         pytest.fail("PostgreSQL binaries not found (install the Debian package `postgresql`)")
-    made = PgCluster.create(tmp_path_factory.mktemp("pg"))
+    # relaxed commits stay in the WAL buffers (a crash loses them) until a durable commit
+    settings = ("max_connections=300", "wal_writer_delay=10000")
+    made = PgCluster.create(tmp_path_factory.mktemp("pg"), settings=settings)
     try:
         yield made
     finally:
@@ -189,3 +194,102 @@ async def test_a_turn_whose_log_stalls_gives_its_remaining_writes_only_the_cance
         await asyncio.gather(asyncio.wait_for(log.close(), GUARD_S), return_exceptions=True)
     names = [e.type for e in await durable.read(sid)]
     assert names[0] == "turn/start" and "tool/call" in names  # durable before the freeze
+
+
+def _open_fds() -> int:
+    gc.collect()
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def _crash_mid_turn(
+    cluster: PgCluster, agent: Agent[str], adapter: ScriptedAdapter, sid: str
+) -> None:
+    """Run a turn of `sid` into a hanging answer, kill -9 the server, cancel the turn (it ends
+    at once: the server refuses connections), start the server again."""
+    hang = Hang()
+    adapter.queue([*text_script("lost answer")[:-2], hang])
+    task = asyncio.create_task(agent.run_turn(sid, "two"))
+    try:
+        await asyncio.wait_for(hang.reached.wait(), GUARD_S)
+        async with asyncio.timeout(GUARD_S):  # the answer's chunks are committed, relaxed (a
+            while agent.log._txn_open:  # type: ignore[attr-defined]  # crash in an open
+                await asyncio.sleep(0.01)  # transaction breaks the instance: reopen the log)
+        cluster.crash()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            async with asyncio.timeout(GUARD_S):
+                await asyncio.shield(task)
+    finally:
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    cluster.start()
+
+
+async def test_after_postgres_is_killed_and_restarted_the_same_agent_goes_on_at_once(
+    running: PgCluster, sid: str
+) -> None:
+    # The crash loses the relaxed commits of the interrupted turn: the agent's view of the
+    # session is ahead of the log; its next turn must not fail `STALE_WRITE` (nor wait for its
+    # own 60 s lease), and the broken connection is closed, not dropped.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        log = await PostgresLog.open(running.url, io_timeout_s=5.0)
+        adapter, agent = _rig(log, cancel_grace_ms=300, lease_ms=LONG_IO_S * 1000)
+        try:
+            adapter.queue(text_script("one"))
+            assert (await asyncio.wait_for(agent.run_turn(sid, "one"), GUARD_S)).text == "one"
+            before = _open_fds()
+            await _crash_mid_turn(running, agent, adapter, sid)
+            adapter.queue(text_script("three"))
+            result = await asyncio.wait_for(agent.run_turn(sid, "three"), GUARD_S)
+            assert result.text == "three"
+            assert _open_fds() <= before  # the dead connection's socket was closed
+            events = [e.data for e in await log.read(sid)]
+        finally:
+            await asyncio.gather(asyncio.wait_for(log.close(), GUARD_S), return_exceptions=True)
+            del log
+            gc.collect()
+    starts = [e.turn for e in events if isinstance(e, TurnStart)]
+    ends = [e.turn for e in events if isinstance(e, TurnEnd)]
+    assert starts == sorted(set(starts)) and starts[0] == 1 and ends[-1] == starts[-1]
+    leaked = [w for w in caught if "deleted while still open" in str(w.message)]
+    assert not leaked, leaked
+
+
+async def test_a_dead_turns_lease_held_by_this_process_is_taken_back_at_once_after_a_restart(
+    running: PgCluster, durable: PostgresLog, sid: str
+) -> None:
+    # The interrupted turn's lease (60 s) is durable and live when the server dies; its release
+    # is lost. Another agent of this very process takes it at once (its holder's turn is not
+    # running here), repairs the open turn and runs its own, with no `TURN_IN_PROGRESS`.
+    log = await PostgresLog.open(running.url, io_timeout_s=5.0)
+    adapter, agent = _rig(log, cancel_grace_ms=300, lease_ms=LONG_IO_S * 1000)
+    try:
+        adapter.queue(text_script("one"))
+        await asyncio.wait_for(agent.run_turn(sid, "one"), GUARD_S)
+        hang = Hang()
+        adapter.queue([*text_script("partial")[:-2], hang])
+        task = asyncio.create_task(agent.run_turn(sid, "two"))
+        await asyncio.wait_for(hang.reached.wait(), GUARD_S)
+        await durable.append(f"{sid}-sync", TurnStart(1), barrier=True)  # all WAL on disk
+        (row,) = [r for r in await durable.leases() if r.session_id == sid]
+        assert row.owner == agent.leases.owner and row.expires_ms > 0
+        running.crash()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        running.start()
+        fresh = await PostgresLog.open(running.url, io_timeout_s=5.0)
+        try:
+            other_adapter, other = _rig(fresh, cancel_grace_ms=300, lease_ms=LONG_IO_S * 1000)
+            other_adapter.queue(text_script("three"))
+            result = await asyncio.wait_for(other.run_turn(sid, "three"), GUARD_S)
+            assert result.text == "three"
+            events = [e.data for e in await fresh.read(sid)]
+        finally:
+            await asyncio.wait_for(fresh.close(), GUARD_S)
+    finally:
+        await asyncio.gather(asyncio.wait_for(log.close(), GUARD_S), return_exceptions=True)
+    ends = [e for e in events if isinstance(e, TurnEnd)]
+    assert [e.turn for e in ends] == [1, 2, 3]
+    assert type(ends[1].reason).__name__ == "TurnInterrupted"  # the dead turn, repaired

@@ -16,6 +16,7 @@ from session_helpers import Store, backend_params, make_store
 from modelwire.errors import HarnessError
 from modelwire.session import MemoryLog, SessionLog, UserMessage
 from modelwire.session.lease import check_lease_ms
+from modelwire.session.sqlite import SqliteLog
 from modelwire.vocab import user_message
 
 
@@ -165,7 +166,10 @@ async def test_lease_takeover_waits_for_the_open_group_transaction_and_sees_its_
     durable: Store,
 ) -> None:
     """The fence holds inside a group-commit transaction: a takeover needs the session's write
-    lock, so it lands after the old writer's buffered rows commit and reads them all."""
+    lock, so it lands after the old writer's buffered rows commit and reads them all.
+    (PostgreSQL; SQLite holds no lock across an await: the next test.)"""
+    if durable.kind == "sqlite":
+        pytest.skip("SQLite: a takeover does not wait (test_lease_takeover_on_sqlite_...)")
     clock = Clock()
     a = await _open(durable, clock)
     b = await _open(durable, clock)
@@ -185,6 +189,37 @@ async def test_lease_takeover_waits_for_the_open_group_transaction_and_sees_its_
             await writer.append(TextDelta(0, "x"))
         assert pushed.value.code == "LEASE_LOST"
     assert len(await b.read("s1")) == 1
+
+
+async def test_lease_takeover_on_sqlite_never_waits_for_a_paused_writer_whose_rows_never_land(
+    tmp_path: Path,
+) -> None:
+    """SQLite holds no write lock across an await for leased sessions (a paused process must not
+    freeze the file): a takeover lands at once, even while the old writer has rows buffered, and
+    those rows are left out of its next commit (its lease is lost: it was presumed dead); its
+    next append is refused `LEASE_LOST`; its other sessions' rows still commit."""
+    clock = Clock()
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    a = await SqliteLog.open(url, clock=clock, commit_interval_ms=600_000.0)  # no timed commit
+    b = await SqliteLog.open(url, clock=clock)
+    try:
+        await a.acquire_lease("s1", "worker-a", 1_000)
+        await a.acquire_lease("s2", "worker-a", 60_000)
+        await a.append("s1", _msg("buffered"))  # no flush: the group transaction stays open
+        kept = _msg("kept")
+        await a.append("s2", kept)
+        clock.now += 1_000
+        await asyncio.wait_for(b.acquire_lease("s1", "worker-b", 1_000), 30)  # at once
+        assert not await b.exists("s1")  # nothing of the paused writer's was committed
+        await a.flush()  # the commit leaves s1's rows out, writes s2's
+        with pytest.raises(HarnessError) as caught:
+            await a.append("s1", _msg("stale"))
+        assert caught.value.code == "LEASE_LOST"
+        assert not await b.exists("s1") and not await a.exists("s1")
+        assert [e.data for e in await b.read("s2")] == [kept]
+    finally:
+        await a.close()
+        await b.close()
 
 
 async def test_lease_memory_log_fences_appends_and_chunk_pushes() -> None:

@@ -270,6 +270,11 @@ class PgCluster:
             if time.monotonic() > deadline:
                 raise PgClusterError(f"{self!r}: processes {pids} survived SIGKILL")
             time.sleep(0.02)
+        # A killed postmaster may stay a zombie (a container's init need not reap it): its pid
+        # still answers kill(pid, 0), so its lock files would make the next start refuse.
+        for lock in ("postmaster.pid", f".s.PGSQL.{self.port}.lock"):
+            with contextlib.suppress(FileNotFoundError):
+                (self.datadir / lock).unlink()
 
     def destroy(self) -> None:
         """Stop the server immediately (if it runs) and remove the data directory; idempotent."""

@@ -75,9 +75,12 @@ class TurnSignal:
     async def grace(self) -> AsyncIterator[None]:
         """Run a write of a turn on its way out: while the turn's task is cancelled (or the turn
         was wound down) at most until the grace deadline, past which the block is abandoned and
-        nothing is raised; otherwise without a bound (the log's own deadlines apply)."""
+        nothing is raised (nor, for a cancelled task, a `LOG_UNAVAILABLE`: the cancellation goes
+        on; a `LEASE_LOST` is still raised); otherwise without a bound (the log's own deadlines
+        apply)."""
         task = self._task
-        if not (self._wound_down or (task is not None and task.cancelling() > 0)):
+        cancelled = task is not None and task.cancelling() > 0
+        if not (self._wound_down or cancelled):
             yield
             return
         if self._deadline is None:
@@ -89,6 +92,9 @@ class TurnSignal:
         except TimeoutError:
             if not bound.expired():
                 raise  # the block's own TimeoutError, not the grace's
+        except HarnessError as exc:
+            if not cancelled or exc.code != ErrorCode.LOG_UNAVAILABLE:
+                raise  # a cancelled turn's answer is its cancellation, not the log's failure
 
     def adopt(self, inner: asyncio.Future[Any]) -> None:  # Any: its result is not used
         """Count `inner` (a task the turn runs, e.g. a tool call) as inside the turn."""

@@ -49,6 +49,7 @@ class FramedAgent(AgentLike, Protocol):
     _signals: dict[str, TurnSignal]
     _inbox: dict[str, list[Message]]
     _opened: dict[str, int]
+    _sessions: dict[str, SessionState]
 
     def _session(self, session_id: str) -> SessionState:
         """The agent's state of a session."""
@@ -72,7 +73,15 @@ async def run_frame(
     log = agent.log
     agent._signals[sid] = signal
     try:
-        state = await opener(await agent._session(sid).view.refresh(log, sid))
+        try:
+            state = await opener(await agent._session(sid).view.refresh(log, sid))
+        except HarnessError as exc:
+            if exc.code != ErrorCode.STALE_WRITE:
+                raise
+            # The log is not where this agent's view of it ends (another writer appended, or a
+            # crashed server lost relaxed commits): read the session afresh, decide once more.
+            agent._sessions.pop(sid, None)
+            state = await opener(await agent._session(sid).view.refresh(log, sid))
     except BaseException:
         agent._signals.pop(sid, None)
         raise

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Final
 
 from ..errors import ErrorCode, HarnessError
-from ..session.lease import Lease, check_lease_ms, default_owner
+from ..session.lease import Lease, check_lease_ms, default_owner, running_here
 from ..session.log import SessionLog
 from .cancel import TurnSignal
 from .wait import Sleep
@@ -77,11 +77,21 @@ class TurnLeases:
                     ErrorCode.INVALID_ARGS,
                 )
             await self.log.hold(given)
-            yield given
+            with running_here(given.owner, session_id):
+                yield given
             return
         if self.lease_ms is None:
             yield None
             return
+        with running_here(self.owner, session_id):
+            async with self._taken(session_id, on_lost, signal) as lease:
+                yield lease
+
+    @contextlib.asynccontextmanager
+    async def _taken(
+        self, session_id: str, on_lost: Callable[[HarnessError], None], signal: TurnSignal | None
+    ) -> AsyncIterator[Lease]:
+        assert self.lease_ms is not None
         lease = await self.log.acquire_lease(session_id, self.owner, self.lease_ms)
         held = _Held(lease, on_lost)
         self._held[session_id] = held

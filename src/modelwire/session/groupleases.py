@@ -138,7 +138,10 @@ class GroupLeases(GroupCommitHooks):
         rows = await self._tx_fences(fenced)
         now = self._clock()
         for sid in fenced:
-            error = fence_error(sid, self._fences[sid], rows.get(sid), now)
+            token = self._fences.get(sid)
+            if token is None:
+                continue  # lifted while the rows were read (its lease was released)
+            error = fence_error(sid, token, rows.get(sid), now)
             if error is not None:
                 if sid == first:
                     raise error

@@ -16,17 +16,21 @@ Clocks only decide *when* a lease may be taken over; the token alone keeps write
 skewed clock can delay a takeover or cause a needless one, never two writers.
 
 A holder on this machine whose process is gone (owner ids `host:pid:…`, `default_owner()`) need
-not be waited for: `decide_acquire` takes its live lease at once, as it would an expired one. A
-pid reused by another process only means waiting for the expiry; an owner wrongly judged gone is
-fenced out like any other — its appends get `LEASE_LOST` — so the shortcut never admits two writers.
+not be waited for: `decide_acquire` takes its live lease at once, as it would an expired one. Nor
+need a holder of this very process whose turn of the session is not running any more (e.g. it
+ended while the database was down, so its release was lost): a turn marks itself `running_here`
+while it runs. A pid reused by another process only means waiting for the expiry; an owner wrongly
+judged gone is fenced out like any other — its appends get `LEASE_LOST` — so the shortcut never
+admits two writers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final
 
 import msgspec
@@ -45,6 +49,7 @@ __all__ = [
     "fence_error",
     "holder_gone",
     "lease_lost",
+    "running_here",
 ]
 
 RELEASED: Final = 0
@@ -188,14 +193,33 @@ def default_owner() -> str:
     return f"{socket.gethostname()[:60]}:{os.getpid()}:{os.urandom(4).hex()}"
 
 
-def holder_gone(owner: str) -> bool:
-    """True when `owner` (`host:pid:…`) names a process of this machine that no longer exists."""
+_RUNNING: dict[tuple[str, str], int] = {}  # (owner, session) -> its turns running in this process
+
+
+@contextlib.contextmanager
+def running_here(owner: str, session_id: str) -> Iterator[None]:
+    """Mark a turn of `session_id` under `owner` as running in this process, for the duration."""
+    key = (owner, session_id)
+    _RUNNING[key] = _RUNNING.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        left = _RUNNING.pop(key) - 1
+        if left:
+            _RUNNING[key] = left
+
+
+def holder_gone(owner: str, session_id: str | None = None) -> bool:
+    """True when `owner` (`host:pid:…`) names a process of this machine that no longer exists,
+    or this very process while no turn of `session_id` (if given) runs under `owner` here."""
     host, _, rest = owner.partition(":")
     pid_text = rest.partition(":")[0]
     if host != socket.gethostname()[:60] or not pid_text.isdigit():
         return False
     pid = int(pid_text)
-    if pid <= 0 or pid == os.getpid():
+    if pid == os.getpid():
+        return session_id is not None and (owner, session_id) not in _RUNNING
+    if pid <= 0:
         return False
     try:
         os.kill(pid, 0)
@@ -207,13 +231,15 @@ def holder_gone(owner: str) -> bool:
 
 
 def decide_acquire(
-    session_id: str, owner: str, ttl_ms: float, gone: Callable[[str], bool] = holder_gone
+    session_id: str, owner: str, ttl_ms: float, gone: Callable[[str], bool] | None = None
 ) -> Decision:
-    """Take the lease: free, released, expired or held by a process `gone` (see the module
-    docstring) → the next token; held by `owner` itself → renewed under the same token; live
-    under another owner → `TURN_IN_PROGRESS`."""
+    """Take the lease: free, released, expired or held by a holder `gone` (default
+    `holder_gone`, see the module docstring) → the next token; held by `owner` itself → renewed
+    under the same token; live under another owner → `TURN_IN_PROGRESS`."""
     _check_owner(owner)
     ttl = _ttl(ttl_ms)
+    if gone is None:
+        gone = lambda holder: holder_gone(holder, session_id)  # noqa: E731
 
     def decide(row: LeaseRow | None, now: int) -> LeaseRow:
         if row is None:

@@ -193,6 +193,7 @@ class PostgresLog(GroupCommitLog):
         conn, self._conn = self._conn, None
         if conn is not None:
             conn.pgconn.finish()  # close the socket now: a stalled server is not waited for
+            self._cache.clear()  # as after a lost connection (`_db`)
 
     async def _db(self) -> psycopg.AsyncConnection[TupleRow]:
         """The connection, reconnecting once if it broke while no transaction was open."""
@@ -203,6 +204,9 @@ class PostgresLog(GroupCommitLog):
                     f"PostgreSQL session log {self._where}: connection lost",
                     ErrorCode.LOG_UNAVAILABLE,
                 )
+            if conn is not None:  # a crashed server may have lost relaxed commits: no cache
+                self._cache.clear()
+                await self._release()
             await self._connect()
             conn = self._conn
             assert conn is not None

@@ -4,7 +4,11 @@ All SQLite work runs on one dedicated thread per `SqliteLog` (one connection, ne
 the event loop never blocks on disk. Appends are group-committed (see `groupcommit.py`): the first
 append after a commit takes the database write lock with `BEGIN IMMEDIATE` and reads the session's
 `max(seq)` inside that transaction, so seqs stay contiguous even with several instances or
-processes on one file; `UNIQUE(session_id, seq)` is the last line of defence. Batch commits run
+processes on one file; `UNIQUE(session_id, seq)` is the last line of defence. A transaction of
+leased sessions only (every agent's and worker's) holds no lock across an await instead: a paused
+process must not freeze the file for every other one. Its seqs are read without the lock and the
+write lock is taken only inside the one call that checks them (and the fences) and commits
+(`_w_commit_leased`); an unleased session joining it takes the lock from then on. Batch commits run
 with `synchronous=NORMAL` (safe against a killed process); `flush()` and barrier appends then
 commit a marker row with `synchronous=FULL`, which fsyncs the WAL — the data really reaches disk.
 
@@ -23,9 +27,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, Self, TypeVar
 
+from ..errors import ErrorCode, HarnessError
 from .chunkrun import StoredRun
 from .groupcommit import GroupCommitLog
-from .lease import Decision, LeaseRow
+from .lease import Decision, LeaseRow, fence_error
 from .log import SessionInfo, StoredRow
 from .pending import PendingRow, session_updates
 from .sqlite_file import APPLICATION_ID, SCHEMA_VERSION, SqliteFile, sqlite_path_from_url
@@ -67,6 +72,9 @@ class SqliteLog(SqliteFile, GroupCommitLog):
         self._busy_timeout_ms = busy_timeout_ms
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="modelwire-sqlite")
         self._conn: sqlite3.Connection | None = None
+        # a transaction of leased sessions, holding no lock: session -> its stored next seq
+        # expected at the next write (None: no such transaction open)
+        self._unlocked: dict[str, int] | None = None
 
     @classmethod
     async def open(
@@ -116,7 +124,90 @@ class SqliteLog(SqliteFile, GroupCommitLog):
     # ---- transaction hooks -------------------------------------------------------------------
 
     async def _tx_open(self, session_ids: Sequence[str]) -> dict[str, int]:
+        fences = self._fences
+        if session_ids[0] in fences:  # leased: no lock held until the write (module docstring)
+            leased = [sid for sid in session_ids if sid in fences]
+            return await self._call(self._w_open_leased, leased)
         return await self._call(self._w_open_txn, session_ids)
+
+    def _w_open_leased(self, session_ids: Sequence[str]) -> dict[str, int]:
+        seqs = {sid: self._w_next_seq(sid) for sid in session_ids}
+        self._unlocked = dict(seqs)
+        return seqs
+
+    def _w_extend_leased(self, session_id: str) -> int:
+        assert self._unlocked is not None
+        seq = self._unlocked[session_id] = self._w_next_seq(session_id)
+        return seq
+
+    def _w_lock_leased(self) -> None:
+        """An unleased session joins: take the write lock now, the seqs read so far checked."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._w_check_leased()
+        except BaseException:
+            self._w_abort()
+            raise
+        self._unlocked = None
+
+    def _w_check_leased(self) -> None:
+        """Under the write lock: every session still ends where this transaction expects."""
+        for sid, expected in (self._unlocked or {}).items():
+            stored = self._w_next_seq(sid)
+            if stored != expected:
+                raise HarnessError(
+                    f"session log {self._url}: session {sid!r} was appended to by another "
+                    f"writer (it ends at seq {stored - 1}, this writer expected {expected - 1}) "
+                    "although this writer holds its lease",
+                    ErrorCode.SEQ_CONFLICT,
+                )
+
+    def _w_commit_leased(
+        self, rows: Sequence[PendingRow], fences: dict[str, int], now_ms: int, final: bool
+    ) -> set[str]:
+        """Write `rows` of a leased transaction and commit, in one call under the write lock:
+        the seqs read without it are checked first, and the rows of a session whose lease was
+        lost meanwhile (its `fences` token no longer live) are left out — its writer was
+        presumed dead; its next append is refused `LEASE_LOST`. Returns those sessions."""
+        conn = self._db
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            stored = w_fences(conn, list(fences))
+            refused = {
+                sid
+                for sid, token in fences.items()
+                if fence_error(sid, token, stored.get(sid), now_ms) is not None
+            }
+            unlocked = self._unlocked or {}
+            for sid in refused:
+                unlocked.pop(sid, None)
+            self._w_check_leased()
+            kept = [row for row in rows if row[0] not in refused] if refused else rows
+            if kept:
+                self._w_write(kept)
+            conn.execute("COMMIT")
+        except BaseException:
+            self._w_abort()
+            raise
+        if final or self._unlocked is None:
+            self._unlocked = None
+        else:
+            for sid, seq, *_, count in kept:
+                unlocked[sid] = max(unlocked.get(sid, 0), seq + count)
+        return refused
+
+    def _w_abort(self) -> None:
+        self._unlocked = None
+        self._w_rollback()
+
+    def _forget(self, refused: set[str]) -> None:
+        """Rows of `refused` sessions were left out: this instance's own reads must not see them."""
+        if refused:
+            self._cache.clear()
+
+    def _fences_of(self, rows: Sequence[PendingRow]) -> dict[str, int]:
+        fences = self._fences
+        return {sid: fences[sid] for sid in {row[0] for row in rows} if sid in fences}
 
     def _w_open_txn(self, session_ids: Sequence[str]) -> dict[str, int]:
         # BEGIN IMMEDIATE takes the database write lock: every session is locked with it
@@ -128,6 +219,10 @@ class SqliteLog(SqliteFile, GroupCommitLog):
             raise
 
     async def _tx_extend(self, session_id: str) -> int | None:
+        if self._unlocked is not None:
+            if session_id in self._fences:
+                return await self._call(self._w_extend_leased, session_id)
+            await self._call(self._w_lock_leased)
         return await self._call(self._w_next_seq, session_id)
 
     def _w_next_seq(self, session_id: str) -> int:
@@ -147,6 +242,12 @@ class SqliteLog(SqliteFile, GroupCommitLog):
         return following
 
     async def _tx_write(self, rows: Sequence[PendingRow]) -> None:
+        if self._unlocked is not None:  # committed at once: no lock outlives the call
+            fences = self._fences_of(rows)
+            self._forget(
+                await self._call(self._w_commit_leased, rows, fences, self._clock(), False)
+            )
+            return
         await self._call(self._w_write, rows)
 
     def _w_write(self, rows: Sequence[PendingRow]) -> None:
@@ -155,6 +256,12 @@ class SqliteLog(SqliteFile, GroupCommitLog):
         conn.executemany(_UPSERT_SESSION, session_updates(rows))
 
     async def _tx_finish(self, rows: Sequence[PendingRow], *, durable: bool) -> None:
+        if self._unlocked is not None:
+            fences = self._fences_of(rows)
+            self._forget(await self._call(self._w_commit_leased, rows, fences, self._clock(), True))
+            if durable:
+                await self._call(self._w_sync)
+            return
         await self._call(self._w_finish, rows, durable)
 
     def _w_finish(self, rows: Sequence[PendingRow], durable: bool) -> None:
@@ -165,7 +272,7 @@ class SqliteLog(SqliteFile, GroupCommitLog):
             self._w_sync()
 
     async def _tx_rollback(self) -> None:
-        await self._call(self._w_rollback)
+        await self._call(self._w_abort)
 
     async def _tx_sync(self) -> None:
         await self._call(self._w_sync)

@@ -104,14 +104,22 @@ class SqliteDriver(Driver):
             return rows
 
         async with self._lock:
-            await q("BEGIN IMMEDIATE", ())
             try:
+                await q("BEGIN IMMEDIATE", ())
                 yield q
+                await q("COMMIT", ())
             except BaseException:
-                with contextlib.suppress(HarnessError):
-                    await q("ROLLBACK", ())
+                # Cancelled or failed anywhere, BEGIN and COMMIT included (the thread finishes a
+                # statement its caller stopped waiting for): never leave the write lock held.
+                # Shielded: a second cancellation cannot skip it; queued after that statement.
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self._call(self._rollback))
                 raise
-            await q("COMMIT", ())
+
+    def _rollback(self) -> None:
+        conn = self._conn
+        if conn is not None and conn.in_transaction:
+            conn.execute("ROLLBACK")
 
     # `BEGIN IMMEDIATE` already holds the database write lock, every session's append lock;
     # waiters poll (SQLite has no notices)

@@ -55,6 +55,7 @@ from .tickets import (
     Ticket,
     TicketRef,
     TicketStatus,
+    checked_claim_row,
     newer_schema,
     no_ticket,
     statuses_from_rows,
@@ -183,7 +184,7 @@ class TurnQueue(TicketDecisions):
             rows = await q(_STATUS, (tid,))
         if not rows:
             raise no_ticket(tid, self.where)
-        return statuses_from_rows(rows)[0]
+        return statuses_from_rows(rows, self.where)[0]
 
     async def tickets(
         self, *, states: tuple[str, ...] = (), session_id: str | None = None, limit: int = 100
@@ -201,7 +202,7 @@ class TurnQueue(TicketDecisions):
         sql = f"{_COLUMNS}{clause} ORDER BY position DESC LIMIT %s"
         async with self._driver.transaction() as q:
             rows = await q(sql, (*params, max(0, int(limit))))
-        return statuses_from_rows(rows[::-1])
+        return statuses_from_rows(rows[::-1], self.where)
 
     async def cancel(self, ticket: TicketRef) -> TicketStatus:
         """Cancel `ticket`: a queued one (or a running one whose worker is gone) ends
@@ -214,7 +215,7 @@ class TurnQueue(TicketDecisions):
             rows = await q(_STATUS, (tid,))
             if not rows:
                 raise no_ticket(tid, self.where)
-            status = statuses_from_rows(rows)[0]
+            status = statuses_from_rows(rows, self.where)[0]
             if status.done or status.state == "paused":
                 why = "nothing to cancel"
                 if status.state == "paused":
@@ -305,7 +306,7 @@ class TurnQueue(TicketDecisions):
         async with driver.transaction() as q:
             await q(_SWEEP, (now, now))
             for candidate in await q(_CANDIDATE + lock, (now,)):
-                ticket, sid, text, state = (str(value) for value in candidate)
+                ticket, sid, text, state = checked_claim_row(self.where, candidate)
                 # never wait for a session another writer holds (a paused one may hold it long)
                 if not await driver.try_lock_session(q, sid):
                     continue

@@ -36,6 +36,8 @@ __all__ = [
     "Ticket",
     "TicketRef",
     "TicketStatus",
+    "checked_claim_row",
+    "corrupt_ticket",
     "newer_schema",
     "no_ticket",
     "statuses_from_rows",
@@ -90,23 +92,69 @@ class TicketStatus(msgspec.Struct, frozen=True):
         return self.state in DONE_STATES
 
 
-def statuses_from_rows(rows: Rows) -> list[TicketStatus]:
-    """`modelwire_turns` rows (`queue._COLUMNS` order) as `TicketStatus`es."""
-    return [
-        TicketStatus(
-            str(tid),
-            str(sid),
-            state,
-            int(at),
-            worker,
-            int(claims),
-            None if finished is None else int(finished),
-            reason,
-            output,
-            error,
+STATES: Final = ("queued", "running", "cancelling", "completed", "failed", "cancelled")
+
+
+def corrupt_ticket(where: str, ticket: object, field: str, value: object) -> HarnessError:
+    """`LOG_CORRUPT`: a stored ticket row whose `field` holds what no queue writes."""
+    shown = repr(value)
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return HarnessError(
+        f"turn queue {where}: ticket {ticket!r} is corrupt: its {field} is {shown}, "
+        "which no modelwire writes (the row was left untouched)",
+        ErrorCode.LOG_CORRUPT,
+    )
+
+
+def _int(where: str, ticket: object, field: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise corrupt_ticket(where, ticket, field, value)
+    return value
+
+
+def _str(where: str, ticket: object, field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise corrupt_ticket(where, ticket, field, value)
+    return value
+
+
+def _maybe_str(where: str, ticket: object, field: str, value: object) -> str | None:
+    return None if value is None else _str(where, ticket, field, value)
+
+
+def checked_claim_row(where: str, row: tuple[object, ...]) -> tuple[str, str, str, str]:
+    """A claim candidate `(ticket, session_id, input, state)`, each checked to be text."""
+    tid, sid, text, state = row
+    return (
+        _str(where, tid, "ticket id", tid),
+        _str(where, tid, "session_id", sid),
+        _str(where, tid, "input", text),
+        _str(where, tid, "state", state),
+    )
+
+
+def statuses_from_rows(rows: Rows, where: str = "") -> list[TicketStatus]:
+    """`modelwire_turns` rows (`queue._COLUMNS` order) as `TicketStatus`es; a value no queue
+    writes (a corrupt row) is `LOG_CORRUPT` naming the ticket and the field."""
+    out = []
+    for tid, sid, state, at, worker, claims, finished, reason, output, error in rows:
+        if state not in STATES:
+            raise corrupt_ticket(where, tid, "state", state)
+        out.append(
+            TicketStatus(
+                _str(where, tid, "ticket id", tid),
+                _str(where, tid, "session_id", sid),
+                state,
+                _int(where, tid, "submitted_ms", at),
+                _maybe_str(where, tid, "worker", worker),
+                _int(where, tid, "claims", claims),
+                None if finished is None else _int(where, tid, "finished_ms", finished),
+                _maybe_str(where, tid, "reason", reason),
+                _maybe_str(where, tid, "output", output),
+                _maybe_str(where, tid, "error", error),
+            )
         )
-        for tid, sid, state, at, worker, claims, finished, reason, output, error in rows
-    ]
+    return out
 
 
 class Claim(msgspec.Struct, frozen=True):

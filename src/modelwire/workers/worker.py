@@ -28,24 +28,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 from ..agent import Agent
 from ..errors import ErrorCode, HarnessError
 from ..session import SessionLog, open_log
 from ..session.events import AbortCause, TurnEnd, TurnErrored, TurnPaused, TurnStart, UserMessage
 from ..session.lease import Lease, check_lease_ms, default_owner
+from .factory import AgentFactory, build_agent, worker_url
 from .queue import TurnQueue
 from .tickets import Claim, State
 
 __all__ = ["AgentFactory", "Worker", "WorkerStats"]
-
-AgentFactory: TypeAlias = Callable[[SessionLog], "Agent[Any] | Awaitable[Agent[Any]]"]
-"""Builds the worker's agent over the log it opened (Any: agents of every output type)."""
 
 _LOG = logging.getLogger("modelwire.worker")
 
@@ -116,7 +113,7 @@ class Worker:
 
     async def run(self) -> WorkerStats:
         """Claim and run tickets until `stop()`; returns what was done."""
-        self._queue = queue = await TurnQueue.open(self.log_url)
+        self._queue = queue = await TurnQueue.open(worker_url(self.log_url, self.lease_ms))
         tasks: set[asyncio.Task[None]] = set()
         try:
             await self._open()
@@ -183,25 +180,12 @@ class Worker:
     # ---- the log and the agent -----------------------------------------------------------------
 
     async def _open(self) -> None:
-        self._log = log = await open_log(self.log_url)
+        self._log = log = await open_log(worker_url(self.log_url, self.lease_ms))
         try:
-            built = self.factory(log)
-            agent = await built if inspect.isawaitable(built) else built
-        except Exception as exc:
+            self._agent = await build_agent(self.factory, log, self._stopping)
+        except BaseException:
             await log.close()
-            raise HarnessError(
-                f"worker factory {getattr(self.factory, '__name__', self.factory)!r} raised: "
-                f"{type(exc).__name__}: {exc}",
-                ErrorCode.INVALID_CONFIG,
-                cause=exc,
-            ) from exc
-        if not isinstance(agent, Agent):
-            await log.close()
-            raise HarnessError(
-                f"worker factory returned {type(agent).__name__}, not an Agent",
-                ErrorCode.INVALID_CONFIG,
-            )
-        self._agent = agent
+            raise
 
     async def _close(self) -> None:
         agent, log, queue = self._agent, self._log, self._queue
