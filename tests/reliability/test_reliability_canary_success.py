@@ -2,9 +2,10 @@
 
 A real aiohttp.web server on 127.0.0.1 (`reliability_success_echo`) answers every adapter —
 DeepSeek and the providers' Chat Completions, Responses, Anthropic Messages, Gemini and Mistral —
-with a good answer whose response id, model name, system fingerprint, item ids and response
-headers all carry the credential it received. Each adapter runs an `Agent` turn on a real SQLite
-log file under OpenTelemetry's in-memory SDK; then every surface is scanned: the chunks, the
+with good answers (a tool call, then text) whose response id, model name, system fingerprint, item
+ids, tool call id and response headers all carry the credential it received. Each adapter runs an
+`Agent` turn (the tool runs, the answer follows) on a real SQLite log file under OpenTelemetry's
+in-memory SDK; then every surface is scanned: the chunks, the
 result, the log events, an export file, the inspector's pages and API over real HTTP, the CLI's
 `sessions show` (text and JSON), `sessions list`, `sessions export` and `replay`, and every span
 attribute and metric point. A control run with harmless values shows the id and model do reach
@@ -24,18 +25,18 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from reliability_success_echo import ANSWER, KINDS, SAFE_ID, SuccessEchoServer
+from reliability_success_echo import ANSWER, KINDS, SAFE_ID, TOOL, TOOL_RESULT, SuccessEchoServer
 from test_reliability_canary import KEY, KEY_ENV, _cli, _no_canary_in_log_records, assert_clean
 
 from modelwire.adapters.deepseek import DeepSeekAdapter
 from modelwire.adapters.providers import ProvidersAdapter
-from modelwire.agent import Agent
+from modelwire.agent import Agent, Tool
 from modelwire.runtime import LlmRuntime
 from modelwire.session import open_log
 from modelwire.session.export import export_session
 from modelwire.telemetry import instrument
 from modelwire.ui import serve
-from modelwire.vocab import GenerateOptions, user_message
+from modelwire.vocab import GenerateOptions, ToolCallDelta, user_message
 
 # the failure-path sweep's canary, CLI runner and log-record scan (an autouse fixture)
 __all__ = ["_no_canary_in_log_records"]
@@ -91,7 +92,9 @@ async def _turns(server: SuccessEchoServer, log_url: str, telemetry: Telemetry) 
             chunks = [chunk async for chunk in runtime.stream(options)]
             assert_clean(msgspec.json.encode(chunks).decode(), f"the chunks of {kind}")
             assert_clean(repr(chunks), f"the chunk reprs of {kind}")
-            agent = Agent(runtime=runtime, log=log, provider=route, model=model)
+            assert any(isinstance(c, ToolCallDelta) for c in chunks), kind
+            tool = Tool(TOOL, "Look a thing up", {"type": "object"}, lambda args: TOOL_RESULT)
+            agent = Agent(runtime=runtime, log=log, provider=route, model=model, tools=[tool])
             dispose = instrument(
                 agent,
                 tracer_provider=telemetry.tracer_provider,
@@ -182,13 +185,19 @@ async def test_a_key_echoed_in_a_successful_answers_metadata_reaches_no_surface(
     surfaces, telemetry = await _every_surface(tmp_path, echo=True, every=True)
     assert_clean(surfaces, "a span, a metric, the inspector or the CLI")
     calls = [a for a in telemetry.span_attributes() if a.get("gen_ai.operation.name") == "chat"]
-    assert len(calls) == len(KINDS)
+    assert len(calls) == 2 * len(KINDS)  # the tool call, then the answer
     assert not [a for a in calls if "gen_ai.response.id" in a]  # a redacted id is no id
+    tools = [a for a in telemetry.span_attributes() if a.get("gen_ai.tool.name") == TOOL]
+    assert len(tools) == len(KINDS)
+    assert {a.get("gen_ai.tool.call.id") for a in tools} == {"call_redacted_0"}
 
 
 async def test_harmless_response_metadata_still_reaches_every_surface(tmp_path: Path) -> None:
     surfaces, telemetry = await _every_surface(tmp_path, echo=False, every=False)
     calls = [a for a in telemetry.span_attributes() if a.get("gen_ai.operation.name") == "chat"]
-    assert sorted(str(a.get("gen_ai.response.id")) for a in calls) == [SAFE_ID] * len(KINDS)
+    assert sorted(str(a.get("gen_ai.response.id")) for a in calls) == [SAFE_ID] * 2 * len(KINDS)
+    tools = [a for a in telemetry.span_attributes() if a.get("gen_ai.tool.name") == TOOL]
+    assert all(SAFE_ID in str(a.get("gen_ai.tool.call.id")) for a in tools)  # Responses: call|item
+    assert len(tools) == len(KINDS)
     assert sum(a.get("gen_ai.response.model") == "served-model" for a in calls) >= 5
     assert surfaces.count(SAFE_ID) >= 4 * len(KINDS)  # spans, inspector, show --json, export
