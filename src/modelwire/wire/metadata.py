@@ -21,6 +21,10 @@ and block, the log, the ``gen_ai.tool.call.id`` span attribute and the next requ
 carries a credential (or a key-shaped text) becomes ``call_redacted_<block index>``
 (`redact_call_id`, called where the translators open a tool call).
 
+A model listing (`GET /models`, model discovery) is provider metadata as well: a listed model
+whose id carries a credential is left out, a name that does is dropped (`carries_secret`: the
+exact credentials only, since a model id may well be shaped like ``key-value-…``).
+
 Headers of a successful response are read only for rate limits (numbers) and never stored, and
 fields a translator does not keep (``system_fingerprint``, ``created``) never reach a chunk.
 """
@@ -37,7 +41,7 @@ from ..vocab import ReplayEnvelope
 from ..vocab.json import JsonValue
 from .status import redact_secrets
 
-__all__ = ["NAMED_FIELDS", "redact_call_id", "redact_metadata"]
+__all__ = ["NAMED_FIELDS", "carries_secret", "redact_call_id", "redact_metadata"]
 
 NAMED_FIELDS: Final = ("response_id", "response_model")
 """The response-level facts dropped when they carry a credential (or a key-shaped text)."""
@@ -101,3 +105,9 @@ def redact_call_id(call_id: str, secrets: Iterable[str], index: int) -> str:
     if not call_id or redact_secrets(call_id, tuple(secrets)) == call_id:
         return call_id
     return f"call_redacted_{index}"
+
+
+def carries_secret(text: str, secrets: Iterable[str]) -> bool:
+    """Whether `text` contains one of `secrets` (in any letter case)."""
+    lowered = text.lower()
+    return any(secret and secret.lower() in lowered for secret in secrets)
