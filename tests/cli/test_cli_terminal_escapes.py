@@ -106,6 +106,4 @@ async def test_chat_escapes_the_models_control_characters_on_a_terminal(
     assert b"The answer " in raw and b"ends." in raw
     for sequence in HOSTILE:
         assert sequence not in raw, f"chat ({term}) wrote {sequence!r} to the terminal"
-    assert (
-        raw.decode(errors="replace").count("\\x1b]52;c;SGVsbG8=") >= 2
-    )  # reasoning, answer
+    assert raw.decode(errors="replace").count("\\x1b]52;c;SGVsbG8=") >= 2  # reasoning, answer
