@@ -19,7 +19,7 @@ from aiohttp import web
 from catchall import serve_all
 from reliability_wire import sse
 
-__all__ = ["ANSWER", "KINDS", "SAFE_ID", "TOOL", "TOOL_RESULT", "SuccessEchoServer"]
+__all__ = ["ANSWER", "KINDS", "SAFE_ID", "SIGNATURE", "TOOL", "TOOL_RESULT", "SuccessEchoServer"]
 
 KINDS: Final = (
     "deepseek",
@@ -32,6 +32,9 @@ KINDS: Final = (
 ANSWER: Final = "All is well."
 TOOL: Final = "lookup"
 TOOL_RESULT: Final = "TOOL-RESULT-OK"
+SIGNATURE: Final = "c2lnbmVk/sk-notTheKey0123456789+Bearer/aGk="
+"""An Anthropic thinking signature (opaque, sent back on the next request) that holds text
+shaped like a key and a Bearer token, but not the key: redaction must leave it intact."""
 SAFE_ID: Final = "resp-harmless-0001"
 
 
@@ -116,17 +119,29 @@ def _anthropic(rid: str, model: str, answered: bool) -> list[bytes]:
     }
     tool_use = {"type": "tool_use", "id": rid, "name": TOOL, "input": {}}
     started = {"type": "text"} if answered else tool_use
-    block = {"type": "content_block_start", "index": 0, "content_block": started}
+    block = {"type": "content_block_start", "index": 1, "content_block": started}
     text = {"type": "text_delta", "text": ANSWER}
     args = {"type": "input_json_delta", "partial_json": "{}"}
-    delta = {"type": "content_block_delta", "index": 0, "delta": text if answered else args}
+    delta = {"type": "content_block_delta", "index": 1, "delta": text if answered else args}
     reason = "end_turn" if answered else "tool_use"
     stop = {"type": "message_delta", "delta": {"stop_reason": reason}}
+    thinking = {"type": "content_block_start", "index": 0}
+    thinking["content_block"] = {"type": "thinking", "thinking": ""}
+    thought = {"type": "thinking_delta", "thinking": "Look it up."}
+    signed = {"type": "signature_delta", "signature": SIGNATURE}
+    kept = {"type": "content_block_start", "index": 2}
+    kept["content_block"] = {"type": "echo_note", "note": rid}  # a block type nobody knows
     return [
         sse({"type": "message_start", "message": message}, "message_start"),
+        sse(thinking, "content_block_start"),
+        sse({"type": "content_block_delta", "index": 0, "delta": thought}, "content_block_delta"),
+        sse({"type": "content_block_delta", "index": 0, "delta": signed}, "content_block_delta"),
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
         sse(block, "content_block_start"),
         sse(delta, "content_block_delta"),
-        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        sse({"type": "content_block_stop", "index": 1}, "content_block_stop"),
+        sse(kept, "content_block_start"),  # kept whole for replay, so the key reaches the
+        sse({"type": "content_block_stop", "index": 2}, "content_block_stop"),  # envelope
         sse({**stop, "usage": {"output_tokens": 3}}, "message_delta"),
         sse({"type": "message_stop"}, "message_stop"),
     ]
@@ -156,6 +171,7 @@ class SuccessEchoServer:
         self.echo = True
         self.url = ""
         self.received: list[str] = []
+        self.bodies: list[str] = []
         self._runner: web.AppRunner | None = None
 
     async def __aenter__(self) -> SuccessEchoServer:
@@ -178,9 +194,11 @@ class SuccessEchoServer:
         return _gemini(rid, model, answered)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
-        answered = TOOL_RESULT.encode() in await request.read()
+        body = await request.read()
+        answered = TOOL_RESULT.encode() in body
         key = _credential(request)
         self.received.append(key)
+        self.bodies.append(body.decode())
         headers = _headers(key) if self.echo else {"Content-Type": "text/event-stream"}
         response = web.StreamResponse(status=200, headers=headers)
         await response.prepare(request)
