@@ -7,19 +7,31 @@ A request is first answered with a call of the `lookup` tool; once a request car
 result (`TOOL_RESULT`), with the text `ANSWER`.
 
 `kind` picks the protocol (DeepSeek and the providers' Chat Completions, Responses, Anthropic
-Messages, Gemini and Mistral); with `echo` off the same fields carry harmless values, so a test
+Messages, Gemini, Mistral and Bedrock ConverseStream, with an API key as Bedrock's bearer token); with `echo` off the same fields carry harmless values, so a test
 can show that the fields it scans do reach the surfaces it scans.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Final
 
 from aiohttp import web
 from catchall import serve_all
 from reliability_wire import sse
 
-__all__ = ["ANSWER", "KINDS", "SAFE_ID", "SIGNATURE", "TOOL", "TOOL_RESULT", "SuccessEchoServer"]
+from modelwire.wire.eventstream import encode_message
+
+__all__ = [
+    "ANSWER",
+    "KINDS",
+    "NAMELESS",
+    "SAFE_ID",
+    "SIGNATURE",
+    "TOOL",
+    "TOOL_RESULT",
+    "SuccessEchoServer",
+]
 
 KINDS: Final = (
     "deepseek",
@@ -28,7 +40,10 @@ KINDS: Final = (
     "anthropic-messages",
     "google-generative-ai",
     "mistral-conversations",
+    "bedrock-converse-stream",
 )
+NAMELESS: Final = frozenset({"bedrock-converse-stream"})
+"""Protocols whose stream names no response id or model (only headers and the tool call's id)."""
 ANSWER: Final = "All is well."
 TOOL: Final = "lookup"
 TOOL_RESULT: Final = "TOOL-RESULT-OK"
@@ -62,6 +77,7 @@ def _headers(key: str) -> dict[str, str]:
         "x-ratelimit-reset-requests": key,
         "anthropic-ratelimit-requests-remaining": key,
         "x-goog-request-id": key,
+        "x-amzn-requestid": key,
         "mistral-correlation-id": key,
         "cf-ray": key,
         "x-echo": f"Bearer {key}",
@@ -163,6 +179,31 @@ def _gemini(rid: str, model: str, answered: bool) -> list[bytes]:
     ]
 
 
+def _bedrock_event(kind: str, payload: dict[str, object]) -> bytes:
+    headers = {":message-type": "event", ":event-type": kind, ":content-type": "application/json"}
+    return encode_message(headers, json.dumps(payload).encode())
+
+
+def _bedrock(rid: str, answered: bool) -> list[bytes]:
+    usage = {"inputTokens": 5, "outputTokens": 3, "totalTokens": 8}
+    if answered:
+        opened = []
+        delta = {"contentBlockIndex": 0, "delta": {"text": ANSWER}}
+    else:
+        start = {"toolUse": {"toolUseId": rid, "name": TOOL}}
+        opened = [_bedrock_event("contentBlockStart", {"contentBlockIndex": 0, "start": start})]
+        delta = {"contentBlockIndex": 0, "delta": {"toolUse": {"input": "{}"}}}
+    metadata = {"usage": usage, "metrics": {"latencyMs": 7}, "trace": {"echo": rid}}
+    return [
+        _bedrock_event("messageStart", {"role": "assistant"}),
+        *opened,
+        _bedrock_event("contentBlockDelta", delta),
+        _bedrock_event("contentBlockStop", {"contentBlockIndex": 0}),
+        _bedrock_event("messageStop", {"stopReason": "end_turn" if answered else "tool_use"}),
+        _bedrock_event("metadata", metadata),
+    ]
+
+
 class SuccessEchoServer:
     """The server: `kind` picks the protocol of the next answer, `echo` whether it echoes."""
 
@@ -191,6 +232,8 @@ class SuccessEchoServer:
             return _responses(rid, model, answered)
         if kind == "anthropic-messages":
             return _anthropic(rid, model, answered)
+        if kind == "bedrock-converse-stream":
+            return _bedrock(rid, answered)
         return _gemini(rid, model, answered)
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -200,6 +243,8 @@ class SuccessEchoServer:
         self.received.append(key)
         self.bodies.append(body.decode())
         headers = _headers(key) if self.echo else {"Content-Type": "text/event-stream"}
+        if self.kind == "bedrock-converse-stream":
+            headers["Content-Type"] = "application/vnd.amazon.eventstream"
         response = web.StreamResponse(status=200, headers=headers)
         await response.prepare(request)
         for event in self._events(key, answered):
