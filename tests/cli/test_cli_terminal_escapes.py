@@ -81,3 +81,29 @@ def test_to_a_pipe_the_text_is_written_as_it_is(hostile: tuple[Path, Path]) -> N
     shown = run("sessions", "show", session_id, "--log", url)
     assert shown.code == 0, shown.err
     assert "\x1b]52;c;SGVsbG8=" in shown.out and "\\x1b" not in shown.out
+
+
+@pytest.mark.parametrize("term", ["xterm", "dumb"])
+async def test_chat_escapes_the_models_control_characters_on_a_terminal(
+    tmp_path: Path, term: str
+) -> None:
+    from modelwire.cli.demo_script import ScriptedReply, ScriptedStep, WireUsage
+    from modelwire.cli.demo_server import DemoServer
+
+    hostile = ScriptedReply(
+        ("thinking ", PAYLOAD), ("The answer ", PAYLOAD, " ends."), WireUsage(5, 2, 0, 0)
+    )
+    async with DemoServer((ScriptedStep(reply=hostile),), api_key="sk-escape-0123") as server:
+        config = tmp_path / "c.toml"
+        config.write_text(f'[deepseek]\nbase_url = "{server.base_url}"\n', encoding="utf-8")
+        args = ["chat", "hi", "--config", str(config), "--log", f"sqlite:///{tmp_path / 'c.db'}"]
+        async with PtyCli(
+            tmp_path, args, env={"DEEPSEEK_API_KEY": "sk-escape-0123"}, term=term
+        ) as cli:
+            code = await cli.exit_code(timeout=60)
+            raw = bytes(cli.seen)
+    assert code == 0, raw.decode(errors="replace")
+    assert b"The answer " in raw and b"ends." in raw
+    for sequence in HOSTILE:
+        assert sequence not in raw, f"chat ({term}) wrote {sequence!r} to the terminal"
+    assert raw.decode(errors="replace").count("\\x1b]52;c;SGVsbG8=") >= 2  # reasoning, answer

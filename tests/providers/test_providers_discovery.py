@@ -161,3 +161,24 @@ async def test_mp_180_181_runtime_namespace() -> None:
     with pytest.raises(LlmError) as info:
         await runtime.discover_models("llm-deepseek", ModelDiscoveryRequest(provider="deepseek"))
     assert info.value.code == "NO_DISCOVERY"
+
+
+async def test_a_listed_model_that_echoes_the_key_is_not_kept() -> None:
+    key = "echoedProbeKey0123"  # not shaped like a key: only the request's own key can match
+    data = {
+        "data": [
+            {"id": key, "name": "the key as an id"},
+            {"id": f"prefix-{key.upper()}-suffix"},
+            {"id": "kept", "display_name": f"Bearer {key}"},
+            {"id": "key-value-model-large", "name": "Key Value"},  # key-shaped, but no key
+        ]
+    }
+    async with MockServer([Reply(body=json.dumps(data))]) as server:
+        rows = await _adapter().discover_models(
+            ModelDiscoveryRequest(base_url=server.url + "/v1", api_key=key)
+        )
+    assert server.headers[0]["authorization"] == f"Bearer {key}"  # the key went out
+    assert rows == [
+        DiscoveredModel(id="kept"),
+        DiscoveredModel(id="key-value-model-large", name="Key Value"),
+    ]

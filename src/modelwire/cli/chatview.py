@@ -1,7 +1,9 @@
 """Where `modelwire chat` writes what a turn streams: the answer on stdout, the rest on stderr.
 
 Only the answer's text goes to stdout: rendered as markdown when stdout is a terminal, as the
-model wrote it otherwise (so `modelwire chat … > out.txt` holds the answer and nothing else).
+model wrote it otherwise (so `modelwire chat … > out.txt` holds the answer and nothing else). On
+a terminal its control characters are shown escaped, on stderr too (`terminal`): a model's text
+never writes the clipboard or the window title.
 Reasoning (dim), tool calls, retries and notices go to stderr; `--no-reasoning` drops the
 reasoning. With `--no-stream` or `--json` nothing is written while the turn runs: the caller
 prints the final answer (or one JSON object) once the turn has ended, so a retried attempt never
@@ -32,6 +34,7 @@ from ..vocab import (
 )
 from .errors import quiet_stdout
 from .live import LiveView
+from .terminal import TerminalConsole, escape_controls
 
 if TYPE_CHECKING:
     from .markdown import MarkdownStream
@@ -53,15 +56,17 @@ class AnswerSink(Protocol):
 
 
 class PlainSink:
-    """The answer verbatim on a pipe or file, flushed per delta."""
+    """The answer verbatim on a pipe or file, flushed per delta (`escape`: control characters
+    written as ``\\xNN``, for a terminal that cannot redraw; see `terminal`)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, *, escape: bool = False) -> None:
         self._stream = stream
+        self._escape = escape
         self._last = "\n"
 
     def text(self, delta: str) -> None:
         if delta:
-            self._stream.write(delta)
+            self._stream.write(escape_controls(delta) if self._escape else delta)
             self._stream.flush()
             self._last = delta[-1]
 
@@ -101,10 +106,11 @@ class TerminalSink:
 def answer_sink(stdout: TextIO) -> AnswerSink:
     """The sink for `stdout`: markdown on a terminal that can redraw, verbatim otherwise (a pipe,
     a file, or a dumb terminal, where a live region would show nothing until the end)."""
-    if stdout.isatty():
-        console = Console(file=stdout, highlight=False)
+    if stdout.isatty():  # the model's text never drives the terminal (`terminal`)
+        console = TerminalConsole(file=stdout, highlight=False)
         if console.is_terminal and not console.is_dumb_terminal:
             return TerminalSink(console)
+        return PlainSink(stdout, escape=True)
     return PlainSink(stdout)
 
 
@@ -119,7 +125,7 @@ class ChatView(LiveView):
         reasoning: bool,
         stderr: Console | None = None,
     ) -> None:
-        super().__init__(stderr or Console(stderr=True, highlight=False, soft_wrap=True))
+        super().__init__(stderr or TerminalConsole(stderr=True, highlight=False, soft_wrap=True))
         self.sink = sink
         self.show_reasoning = reasoning
         self.on_broken: Callable[[], None] | None = None

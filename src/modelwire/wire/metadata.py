@@ -16,6 +16,15 @@ the inspector, ``sessions show --json``, the span attributes ``gen_ai.response.i
   opaque replay blob (a signature, encrypted reasoning) may contain one by chance, and breaking
   it would break the next request.
 
+A tool call's id is provider metadata too, and it travels further: into the tool-call chunks
+and block, the log, the ``gen_ai.tool.call.id`` span attribute and the next request. One that
+carries a credential (or a key-shaped text) becomes ``call_redacted_<block index>``
+(`redact_call_id`, called where the translators open a tool call).
+
+A model listing (`GET /models`, model discovery) is provider metadata as well: a listed model
+whose id carries a credential is left out, a name that does is dropped (`carries_secret`: the
+exact credentials only, since a model id may well be shaped like ``key-value-…``).
+
 Headers of a successful response are read only for rate limits (numbers) and never stored, and
 fields a translator does not keep (``system_fingerprint``, ``created``) never reach a chunk.
 """
@@ -32,7 +41,7 @@ from ..vocab import ReplayEnvelope
 from ..vocab.json import JsonValue
 from .status import redact_secrets
 
-__all__ = ["NAMED_FIELDS", "redact_metadata"]
+__all__ = ["NAMED_FIELDS", "carries_secret", "redact_call_id", "redact_metadata"]
 
 NAMED_FIELDS: Final = ("response_id", "response_model")
 """The response-level facts dropped when they carry a credential (or a key-shaped text)."""
@@ -88,3 +97,17 @@ def redact_metadata(
     if not response and not blocks:
         return None
     return ReplayEnvelope(response, blocks)
+
+
+def redact_call_id(call_id: str, secrets: Iterable[str], index: int) -> str:
+    """A provider's tool-call id, or ``call_redacted_<index>`` (`index`: the call's block index,
+    unique in its response) when it carries one of `secrets` or a key-shaped text."""
+    if not call_id or redact_secrets(call_id, tuple(secrets)) == call_id:
+        return call_id
+    return f"call_redacted_{index}"
+
+
+def carries_secret(text: str, secrets: Iterable[str]) -> bool:
+    """Whether `text` contains one of `secrets` (in any letter case)."""
+    lowered = text.lower()
+    return any(secret and secret.lower() in lowered for secret in secrets)

@@ -48,7 +48,7 @@ from ...vocab import (
     UsageChunk,
 )
 from ...vocab.usage import TokenCount
-from ...wire.metadata import redact_metadata
+from ...wire.metadata import redact_call_id, redact_metadata
 from ...wire.sse import SseEvent
 from ...wire.status import http_error_code, redact_failure, redact_secrets
 
@@ -314,7 +314,7 @@ class Translator:
                 self._tools[call.index] = state
                 self._open("tool-call", out, state)
             if call.id:
-                state.id = call.id
+                state.id = redact_call_id(call.id, self._secrets, state.index)
             fragment = ""
             fn = call.function
             if fn is not None:

@@ -1,7 +1,8 @@
 """Model discovery: which models can a draft endpoint serve? (spec §6). Stores nothing.
 
 Catalog providers are answered from the installed catalog without network or credentials; other
-endpoints are asked `GET <base_url>/models` (OpenAI protocols only), reading at most 4 MiB.
+endpoints are asked `GET <base_url>/models` (OpenAI protocols only), reading at most 4 MiB; a
+listed id or name that echoes the request's key is not kept (`wire.metadata.carries_secret`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ import msgspec
 from ...errors import ErrorCode, LlmError
 from ...vocab import DiscoveredModel, ModelDiscoveryRequest
 from ...wire.attribution import attribution_headers
-from ...wire.credentials import assert_usable_api_key
+from ...wire.credentials import assert_usable_api_key, credential_values
 from ...wire.h1transport import default_transport
 from ...wire.http import transport_reason
+from ...wire.metadata import carries_secret
 from ...wire.proxy import ProxyError
 from ...wire.settings import DEFAULT_SETTINGS
 from ...wire.transport import Request, TooLarge, Transport
@@ -57,20 +59,22 @@ def _positive(row: Mapping[str, object], *keys: str) -> int | None:
     return None
 
 
-def _rows(data: list[object]) -> list[DiscoveredModel]:
+def _rows(data: list[object], secrets: tuple[str, ...]) -> list[DiscoveredModel]:
     out = []
     seen: set[str] = set()
     for row in data:
         if not isinstance(row, dict):
             continue
         mid = row.get("id")
-        if not isinstance(mid, str) or not mid or mid in seen:
-            continue  # unusable row, or a duplicate id (the first one wins)
+        if not isinstance(mid, str) or not mid or mid in seen or carries_secret(mid, secrets):
+            continue  # unusable row, a duplicate id (the first one wins), or an echoed key
         seen.add(mid)
         name = next(
             (v for v in (row.get("name"), row.get("display_name")) if isinstance(v, str) and v),
             None,
         )
+        if name is not None and carries_secret(name, secrets):
+            name = None
         out.append(
             DiscoveredModel(
                 id=mid,
@@ -145,4 +149,4 @@ async def discover_models(
     data = document.get("data") if isinstance(document, dict) else None
     if not isinstance(data, list):
         raise _failed(f'{url} answered without a "data" array of models; enter the models by hand')
-    return _rows(data)
+    return _rows(data, credential_values(headers))

@@ -37,7 +37,7 @@ from ....vocab import (
     ToolCalls,
     UsageChunk,
 )
-from ....wire.metadata import redact_metadata
+from ....wire.metadata import redact_call_id, redact_metadata
 from ....wire.status import redact_secrets
 from .block_record import BlockRecord, place_opaque
 from .stream_errors import classify_error_text, error_type_code, is_overflow_text
@@ -187,12 +187,16 @@ class ResponseRecord:
     ) -> BlockRecord:
         """Open a tool-call block and emit its start plus a first delta naming the call."""
         block = BlockRecord(len(self.blocks), "tool-call")
-        block.id = call_id
+        block.id = self.call_id(call_id, block.index)
         block.name = name
         self.blocks.append(block)
         out.append(BlockStart(block.index, "tool-call"))
         block.arguments_delta(arguments, out)
         return block
+
+    def call_id(self, raw: str, index: int) -> str:
+        """The provider's tool-call id `raw` as kept: never a credential (`redact_call_id`)."""
+        return redact_call_id(raw, self.secrets, index)
 
     def openai_usage(
         self, prompt: int, cached: int, cache_write: int, output: int, reasoning: int | None

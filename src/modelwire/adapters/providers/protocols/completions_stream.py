@@ -261,7 +261,7 @@ class CompletionsTranslator:
             self._tools[key] = block
             return
         if call.id and not block.id:
-            block.id = call.id
+            block.id = self._record.call_id(call.id, block.index)
         if name and not block.name:
             block.name = name
         if args:
