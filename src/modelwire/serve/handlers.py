@@ -226,17 +226,30 @@ async def _end(
     usage: TokenUsage | None = None
     cost: Decimal | None = None
     try:
-        usage = await call.close(cancelled=cancelled)
-        cost = call.cost(usage)
+        try:
+            usage = await call.close(cancelled=cancelled)
+        finally:  # the reservation is settled even when the log failed
+            measured = usage if usage is not None else call.assembler.usage
+            cost = call.cost(measured)
+            await _settle(gateway, admission, measured, cost, cancelled)
         finish = call.assembler.finish
         if isinstance(finish, Error) and outcome.code is None:
             outcome.code = finish.failure.code  # failed after the reply started
-        if admission is not None and gateway.driver is not None:
-            if usage is None and cancelled:
-                spent, tokens = admission.reserved_nusd, admission.reserved_tokens
-            else:
-                spent = 0 if cost is None else nano_usd(cost)
-                tokens = 0 if usage is None else usage.total_tokens
-            await settle(gateway.driver, admission, spent, tokens)
     finally:
         outcome.observe(gateway, usage, cost)
+
+
+async def _settle(
+    gateway: Gateway,
+    admission: Admission | None,
+    usage: TokenUsage | None,
+    cost: Decimal | None,
+    cancelled: bool,
+) -> None:
+    if admission is not None and gateway.driver is not None:
+        if usage is None and cancelled:
+            spent, tokens = admission.reserved_nusd, admission.reserved_tokens
+        else:
+            spent = 0 if cost is None else nano_usd(cost)
+            tokens = 0 if usage is None else usage.total_tokens
+        await settle(gateway.driver, admission, spent, tokens)
