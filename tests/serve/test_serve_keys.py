@@ -3,12 +3,14 @@ limits in the log database (reserve, then settle), each refusal in the shape the
 
 from __future__ import annotations
 
+import asyncio
 from decimal import Decimal
 from pathlib import Path
 
 import anthropic
 import openai
 import pytest
+from pgschema import PG_URL, create_schema_url, drop_schema, needs_postgres
 from serve_helpers import MockServer, anthropic_text, chat_text, config, gateway
 
 from modelwire.serve.handlers import GATEWAY
@@ -189,3 +191,41 @@ async def test_an_expired_key_is_401_from_its_expiry_on(tmp_path: Path) -> None:
                     model="oa:m", messages=[{"role": "user", "content": "hi"}]
                 )
             assert "expired" in expired.value.message
+
+
+@needs_postgres
+async def test_a_budget_shared_by_two_gateways_on_postgresql_is_not_overspent() -> None:
+    """Two gateways (two connection sets) on one database, twelve concurrent requests: every
+    admission books its reservation atomically, so spend stops within one request of the budget
+    beyond what the requests in flight cost over their estimates."""
+    assert PG_URL is not None
+    schema, url = await create_schema_url(PG_URL)
+    try:
+        key = await _key(url, "shared-budget", budget_usd=Decimal("0.05"))
+        async with MockServer([chat_text("ok")]) as up, MockServer([anthropic_text("x")]) as an:
+            settings = config(up.url, an.url)
+            async with (
+                gateway(settings, url, clock=lambda: NOW) as (_, one),
+                gateway(settings, url, clock=lambda: NOW) as (_, two),
+            ):
+                clients = [_client(u, key) for u in (one, two)]
+
+                async def call(i: int) -> bool:
+                    try:
+                        await clients[i % 2].chat.completions.create(
+                            model="oa:m", messages=[{"role": "user", "content": "hi"}], max_tokens=3
+                        )
+                    except openai.RateLimitError as exc:
+                        assert exc.code == "BUDGET_EXCEEDED"
+                        return False
+                    return True
+
+                admitted = sum(await asyncio.gather(*(call(i) for i in range(12))))
+        driver = await open_keys(url)
+        (record,) = await list_keys(driver)
+        await driver.close()
+        per_call = Decimal("0.013")
+        assert record.reserved_usd == 0 and record.spent_usd == per_call * admitted
+        assert admitted >= 4 and record.spent_usd <= Decimal("0.05") + 2 * per_call
+    finally:
+        await drop_schema(PG_URL, schema)
