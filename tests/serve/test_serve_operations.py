@@ -251,3 +251,29 @@ async def test_a_body_over_the_limit_is_413() -> None:
             with pytest.raises(openai.APIStatusError) as big:
                 await _client(url).chat.completions.create(**body)  # type: ignore[call-overload]
     assert big.value.status_code == 413 and "1000 bytes" in big.value.message
+
+
+async def test_an_instrumented_runtime_gives_a_span_per_upstream_call() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from modelwire.agent.setup import open_runtime
+    from modelwire.telemetry import instrument
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    async with MockServer([chat_text("ok")]) as up, MockServer([anthropic_text("x")]) as an:
+        settings = config(up.url, an.url)
+        from serve_helpers import UPSTREAM_KEYS
+
+        runtime = open_runtime(settings, env=UPSTREAM_KEYS)
+        instrument(runtime, tracer_provider=provider)
+        async with gateway(settings, runtime=runtime) as (_, url):
+            await _client(url).chat.completions.create(
+                model="oa:m", messages=[{"role": "user", "content": "hi"}]
+            )
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes is not None and span.attributes["gen_ai.request.model"] == "m"
+    assert ADMIN not in str(span.attributes)

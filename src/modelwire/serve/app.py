@@ -85,13 +85,16 @@ def create_app(
     admin_key: str | None = None,
     env: Mapping[str, str] | None = None,
     clock: Callable[[], int] | None = None,
+    telemetry: bool = False,
 ) -> web.Application:
     """The gateway app on `config`'s routes (a file path or a mapping with `[providers]`,
-    `[default]`, `[deepseek]` and `[gateway]`) and the log `log` (a URL; keys, budgets and rate
-    limits live in the same database when it is SQLite or PostgreSQL; a `SessionLog` instance
-    serves without keys). `runtime` replaces the one `open_runtime` builds from `config`;
-    `admin_key` defaults to `$MODELWIRE_ADMIN_KEY`; `env` replaces the environment for route
-    keys. `agents` is reserved for the agent endpoints and must be empty for now."""
+        `[default]`, `[deepseek]` and `[gateway]`) and the log `log` (a URL; keys, budgets and rate
+        limits live in the same database when it is SQLite or PostgreSQL; a `SessionLog` instance
+        serves without keys). `runtime` replaces the one `open_runtime` builds from `config`;
+        `admin_key` defaults to `$MODELWIRE_ADMIN_KEY`; `env` replaces the environment for route
+        keys. `telemetry` instruments the runtime (`modelwire.telemetry.instrument`: one
+    OpenTelemetry span and the client metrics per upstream call, when OpenTelemetry is installed and
+    configured; nothing otherwise). `agents` is reserved for the agent endpoints and must be empty for now."""
     if agents:
         raise HarnessError(
             "create_app: agents= (the /v1/agents endpoints) is not available yet",
@@ -101,6 +104,10 @@ def create_app(
 
     settings, gateway_config = split_settings(read_settings(config))
     rt = runtime if runtime is not None else open_runtime(settings, env=env)
+    if telemetry:
+        from ..telemetry import instrument
+
+        instrument(rt)
     app = web.Application(client_max_size=gateway_config.max_body_bytes)
     app[GRACE_MS] = gateway_config.grace_ms
     admin = admin_key if admin_key is not None else os.environ.get(ADMIN_KEY_ENV) or None
