@@ -13,7 +13,6 @@ A session is the client's `x-modelwire-session` (its next turn), else a new one.
 
 from __future__ import annotations
 
-import uuid
 from typing import Literal
 
 import msgspec
@@ -52,6 +51,7 @@ from ..vocab import (
     TokenUsage,
     call_config_of,
 )
+from .ids import next_id
 
 __all__ = ["GatewayRequestRecord", "SessionRecorder", "new_session_id"]
 
@@ -72,7 +72,7 @@ register_event_type("gateway/request", GatewayRequestRecord)
 
 def new_session_id() -> str:
     """A fresh session id for a request that names none."""
-    return f"gw_{uuid.uuid4().hex}"
+    return next_id("gw_")
 
 
 def _new_input(messages: tuple[Message, ...]) -> tuple[Message, ...]:
