@@ -229,3 +229,42 @@ async def test_a_budget_shared_by_two_gateways_on_postgresql_is_not_overspent() 
         assert admitted >= 4 and record.spent_usd <= Decimal("0.05") + 2 * per_call
     finally:
         await drop_schema(PG_URL, schema)
+
+
+async def test_the_admin_key_manages_keys_over_http(tmp_path: Path) -> None:
+    import aiohttp
+    from serve_helpers import ADMIN
+
+    log = f"sqlite:///{tmp_path}/gw.db"
+    async with MockServer([chat_text("ok")]) as up, MockServer([anthropic_text("x")]) as an:
+        async with gateway(config(up.url, an.url), log, clock=lambda: NOW) as (_, url):
+            admin = {"Authorization": f"Bearer {ADMIN}"}
+            async with aiohttp.ClientSession() as http:
+                body = {"name": "svc", "budget_usd": "1.5", "rpm": 10, "routes": ["oa"]}
+                async with http.post(url + "/v1/keys", json=body, headers=admin) as resp:
+                    assert resp.status == 201
+                    made = await resp.json()
+                key = made["key"]
+                assert key.startswith("mwk_") and made["budget_usd"] == "1.5"
+                reply = await _client(url, key).chat.completions.create(
+                    model="oa:m", messages=[{"role": "user", "content": "hi"}]
+                )
+                assert reply.choices[0].message.content == "ok"
+                user = {"Authorization": f"Bearer {key}"}
+                async with http.get(url + "/v1/keys", headers=user) as resp:
+                    assert resp.status == 403
+                async with http.get(url + "/v1/keys", headers=admin) as resp:
+                    listed = await resp.json()
+                assert [k["name"] for k in listed["data"]] == ["svc"] and key not in str(listed)
+                async with http.post(
+                    url + "/v1/keys", json={"name": "admin"}, headers=admin
+                ) as resp:
+                    assert resp.status == 400
+                async with http.delete(url + "/v1/keys/svc", headers=admin) as resp:
+                    assert resp.status == 200
+                async with http.delete(url + "/v1/keys/svc", headers=admin) as resp:
+                    assert resp.status == 404
+            with pytest.raises(openai.AuthenticationError):
+                await _client(url, key).chat.completions.create(
+                    model="oa:m", messages=[{"role": "user", "content": "hi"}]
+                )

@@ -1,7 +1,8 @@
 """`create_app`: the gateway as an `aiohttp.web.Application`, for `modelwire serve` or embedding.
 
 Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages` (the model calls,
-`handlers.py`), `GET /v1/models`, `GET /healthz`, `GET /metrics`; `POST /v1/embeddings` is
+`handlers.py`), `GET /v1/models`, `GET /healthz`, `GET /metrics`, the admin key's
+`POST /v1/keys`, `GET /v1/keys` and `DELETE /v1/keys/{name}` (`admin.py`); `POST /v1/embeddings` is
 reserved and answers 501 until the embeddings issue lands. The log and the keys' database open
 when the app starts and close with it. Bodies over `[gateway] max_body_bytes` are a 413.
 """
@@ -18,6 +19,7 @@ from ..errors import ErrorCode, HarnessError
 from ..runtime import LlmRuntime
 from ..session import open_log
 from ..session.log import SessionLog
+from .admin import add_admin_routes
 from .config import read_settings, split_settings
 from .database import KeyDatabase
 from .gateway import Gateway, authenticate
@@ -145,4 +147,5 @@ def create_app(
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
+    add_admin_routes(app)
     return app
