@@ -268,3 +268,27 @@ async def test_the_admin_key_manages_keys_over_http(tmp_path: Path) -> None:
                 await _client(url, key).chat.completions.create(
                     model="oa:m", messages=[{"role": "user", "content": "hi"}]
                 )
+
+
+async def test_a_routes_own_rate_limit_holds_for_every_key(tmp_path: Path) -> None:
+    from serve_helpers import ADMIN
+
+    log = f"sqlite:///{tmp_path}/gw.db"
+    key = await _key(log, "any")
+    async with MockServer([chat_text("ok")]) as up, MockServer([anthropic_text("fine")]) as an:
+        settings = config(up.url, an.url, limits={"oa": {"rpm": 2}})
+        async with gateway(settings, log, clock=lambda: NOW) as (_, url):
+            for who in (ADMIN, key):
+                await _client(url, who).chat.completions.create(
+                    model="oa:m", messages=[{"role": "user", "content": "hi"}]
+                )
+            for who in (ADMIN, key):
+                with pytest.raises(openai.RateLimitError) as limited:
+                    await _client(url, who).chat.completions.create(
+                        model="oa:m", messages=[{"role": "user", "content": "hi"}]
+                    )
+                assert "route 'oa'" in limited.value.message and limited.value.code == "RATE_LIMIT"
+            reply = await _client(url, key).chat.completions.create(  # another route: its own
+                model="an:claude-x", messages=[{"role": "user", "content": "hi"}]
+            )
+            assert reply.choices[0].message.content == "fine"

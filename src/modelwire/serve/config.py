@@ -8,6 +8,8 @@ grace_ms = 10_000              # SIGTERM: how long running streams may finish
 fast = "acme:m-small"
 [gateway.fallbacks]            # per target, tried in order on the route's fallback codes
 "acme:m-small" = ["backup:m"]
+[gateway.limits.acme]          # the route's own requests/tokens per minute, for every key
+rpm = 600
 ```
 
 `split_settings` takes the section off the settings so that the rest opens the runtime as
@@ -24,10 +26,11 @@ from typing import Final
 
 from ..errors import ErrorCode, HarnessError
 from ..retry.fallback_chain import FallbackTarget, parse_chain
+from .limits import RouteLimit
 
 __all__ = ["GatewayConfig", "parse_gateway", "read_settings", "split_settings"]
 
-_KEYS: Final = ("models", "fallbacks", "max_body_bytes", "grace_ms")
+_KEYS: Final = ("models", "fallbacks", "limits", "max_body_bytes", "grace_ms")
 MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 GRACE_MS: Final = 10_000
 
@@ -38,6 +41,7 @@ class GatewayConfig:
 
     aliases: Mapping[str, FallbackTarget] = field(default_factory=dict)
     fallbacks: Mapping[FallbackTarget, tuple[FallbackTarget, ...]] = field(default_factory=dict)
+    limits: Mapping[str, RouteLimit] = field(default_factory=dict)
     max_body_bytes: int = 4 * 1024 * 1024  # = MAX_BODY_BYTES
     grace_ms: int = 10_000  # = GRACE_MS
 
@@ -60,6 +64,18 @@ def _count(section: Mapping[str, object], key: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise _fail(f"{key} must be a positive integer, got {value!r}")
     return value
+
+
+def _limits(raw: object) -> dict[str, RouteLimit]:
+    if not isinstance(raw, Mapping):
+        raise _fail("gateway.limits must be a table of routes")
+    out: dict[str, RouteLimit] = {}
+    for route, table in raw.items():
+        if not isinstance(table, Mapping) or not set(table) <= {"rpm", "tpm"} or not table:
+            raise _fail(f"gateway.limits.{route} must be a table of rpm and/or tpm")
+        counts = {k: _count(table, k, 1) for k in table}
+        out[str(route)] = RouteLimit(counts.get("rpm"), counts.get("tpm"))
+    return out
 
 
 def parse_gateway(section: object) -> GatewayConfig:
@@ -87,6 +103,7 @@ def parse_gateway(section: object) -> GatewayConfig:
     return GatewayConfig(
         aliases,
         chains,
+        _limits(section.get("limits", {})),
         _count(section, "max_body_bytes", MAX_BODY_BYTES),
         _count(section, "grace_ms", GRACE_MS),
     )

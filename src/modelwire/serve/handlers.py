@@ -79,16 +79,20 @@ async def _admit(
     gateway: Gateway, caller: Caller, options: GenerateOptions, info: ResolvedModelInfo, where: str
 ) -> Admission | None:
     record = caller.record
-    if record is None or gateway.driver is None:  # the admin key
+    route = where.split(":", 1)[0]
+    route_limit = gateway.config.limits.get(route)
+    if gateway.driver is None or (record is None and route_limit is None):
         return None
-    if record.budget_usd is not None and info.pricing is None:
+    if record is not None and record.budget_usd is not None and info.pricing is None:
         raise GatewayError(
             403,
             "BUDGET_EXCEEDED",
             f"the key {record.name!r} has a budget and {where} has no known price",
         )
     tokens, cost = _estimate(options, info)
-    return await admit(gateway.driver, record, gateway.clock(), cost, tokens)
+    return await admit(
+        gateway.driver, record, gateway.clock(), cost, tokens, route=route, route_limit=route_limit
+    )
 
 
 def _session(request: web.Request) -> str:

@@ -152,6 +152,8 @@ async def create_key(
             f"key name {name!r} must be non-empty, without commas or surrounding spaces",
             ErrorCode.INVALID_ARGS,
         )
+    if name.startswith("@"):
+        raise HarnessError(f"key name {name!r} must not start with @", ErrorCode.INVALID_ARGS)
     if name == "admin":
         raise HarnessError(
             'the key name "admin" is the admin key\'s ($MODELWIRE_ADMIN_KEY)',
