@@ -277,3 +277,23 @@ async def test_an_instrumented_runtime_gives_a_span_per_upstream_call() -> None:
     (span,) = exporter.get_finished_spans()
     assert span.attributes is not None and span.attributes["gen_ai.request.model"] == "m"
     assert ADMIN not in str(span.attributes)
+
+
+async def test_a_body_that_never_arrives_whole_is_408() -> None:
+    async with MockServer([chat_text("x")]) as up, MockServer([anthropic_text("x")]) as an:
+        async with gateway(config(up.url, an.url, read_timeout_ms=100)) as (_, url):
+            host, port = url.removeprefix("http://").split(":")
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer "
+                + ADMIN.encode()
+                + b'\r\nContent-Length: 500\r\n\r\n{"model"'
+            )
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)  # a hang guard
+            body = await asyncio.wait_for(reader.read(2000), 30)
+            writer.close()
+    assert head.startswith(b"HTTP/1.1 408")
+    assert b'"code":"TIMEOUT"' in body.replace(b" ", b"")
+    assert up.bodies == []

@@ -4,6 +4,7 @@
 [gateway]
 max_body_bytes = 4_194_304     # a larger request body is a 413
 grace_ms = 10_000              # SIGTERM: how long running streams may finish
+read_timeout_ms = 30_000       # a body not read whole by then is a 408 (slow clients)
 [gateway.models]               # aliases clients may name as `model`
 fast = "acme:m-small"
 [gateway.fallbacks]            # per target, tried in order on the route's fallback codes
@@ -30,9 +31,10 @@ from .limits import RouteLimit
 
 __all__ = ["GatewayConfig", "parse_gateway", "read_settings", "split_settings"]
 
-_KEYS: Final = ("models", "fallbacks", "limits", "max_body_bytes", "grace_ms")
+_KEYS: Final = ("models", "fallbacks", "limits", "max_body_bytes", "grace_ms", "read_timeout_ms")
 MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 GRACE_MS: Final = 10_000
+READ_TIMEOUT_MS: Final = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,7 @@ class GatewayConfig:
     limits: Mapping[str, RouteLimit] = field(default_factory=dict)
     max_body_bytes: int = 4 * 1024 * 1024  # = MAX_BODY_BYTES
     grace_ms: int = 10_000  # = GRACE_MS
+    read_timeout_ms: int = 30_000  # = READ_TIMEOUT_MS
 
 
 def _fail(text: str) -> HarnessError:
@@ -106,6 +109,7 @@ def parse_gateway(section: object) -> GatewayConfig:
         _limits(section.get("limits", {})),
         _count(section, "max_body_bytes", MAX_BODY_BYTES),
         _count(section, "grace_ms", GRACE_MS),
+        _count(section, "read_timeout_ms", READ_TIMEOUT_MS),
     )
 
 

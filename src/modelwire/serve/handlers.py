@@ -55,8 +55,14 @@ async def _read(request: web.Request, gateway: Gateway) -> bytes:
         raise GatewayError(
             400, "INVALID_REQUEST", "a key belongs in the Authorization header, never in the URL"
         )
+    limit_s = gateway.config.read_timeout_ms / 1000
     try:
-        return await request.read()
+        async with asyncio.timeout(limit_s):
+            return await request.read()
+    except TimeoutError:
+        raise GatewayError(
+            408, "TIMEOUT", f"the request body did not arrive within {limit_s:g}s"
+        ) from None
     except web.HTTPRequestEntityTooLarge:
         limit = gateway.config.max_body_bytes
         raise GatewayError(
