@@ -297,3 +297,16 @@ async def test_a_body_that_never_arrives_whole_is_408() -> None:
     assert head.startswith(b"HTTP/1.1 408")
     assert b'"code":"TIMEOUT"' in body.replace(b" ", b"")
     assert up.bodies == []
+
+
+def test_one_config_file_serves_chat_and_serve(tmp_path: Any) -> None:
+    from serve_helpers import UPSTREAM_KEYS, toml_config
+
+    from modelwire.agent.setup import open_runtime
+
+    path = tmp_path / "shared.toml"
+    path.write_text(
+        toml_config(config("http://127.0.0.1:9", "http://127.0.0.1:9", models={"f": "oa:m"}))
+    )
+    runtime = open_runtime(path, env=UPSTREAM_KEYS)  # `modelwire chat` reads the same file
+    assert "oa" in [p.id for p in runtime.list_providers()]

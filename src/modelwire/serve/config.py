@@ -117,10 +117,15 @@ def read_settings(
     config: str | os.PathLike[str] | Mapping[str, object] | None,
 ) -> dict[str, object]:
     """The whole settings mapping of a config file path (or a mapping, copied)."""
-    if config is None:
-        named = os.environ.get("MODELWIRE_CONFIG")  # as `open_runtime` reads it
+    if config is None:  # as `open_runtime` and the CLI find it
+        named = os.environ.get("MODELWIRE_CONFIG")
         if not named:
-            return {}
+            from platformdirs import user_config_dir
+
+            default = Path(user_config_dir("modelwire")) / "config.toml"
+            if not default.is_file():
+                return {}
+            named = str(default)
         config = named
     if isinstance(config, Mapping):
         return dict(config)
