@@ -177,13 +177,15 @@ async def call_endpoint(request: web.Request, shape: Shape) -> web.StreamRespons
         call = UpstreamCall(gateway.runtime, recorder, parsed, chain, gateway.model_info_or_none)
         cancelled = True
         try:
-            await recorder.begin(
-                shape.endpoint,
-                parsed.model,
-                parsed.stream,
-                caller.name,
-                parsed.options,
-                continued=SESSION_HEADER in request.headers,
+            recorder.defer(  # the log's round trips overlap the upstream call's first byte
+                recorder.begin(
+                    shape.endpoint,
+                    parsed.model,
+                    parsed.stream,
+                    caller.name,
+                    parsed.options,
+                    continued=SESSION_HEADER in request.headers,
+                )
             )
             await call.open()
             attempted = call.attempted
