@@ -24,6 +24,7 @@ from ..errors import HarnessError
 from ..meter.estimate import estimate_message, estimate_system, estimate_tools
 from ..session.ids import check_session_id
 from ..vocab import Error, GenerateOptions, ResolvedModelInfo, TokenUsage
+from .coalesce import CoalescingWriter
 from .fields import decode_body
 from .gateway import Caller, Gateway, authenticate, targets
 from .limits import Admission, admit, nano_usd, settle
@@ -123,11 +124,17 @@ async def _stream(
     )
     await response.prepare(request)
     encoder = shape.encoder(reply)
-    await response.write(encoder.start())
-    async for chunk in call.chunks():
-        data = encoder.push(chunk)
-        if data:
-            await response.write(data)
+    writer = CoalescingWriter(response)  # one write per upstream read, not one per event
+    try:
+        await writer.add(encoder.start())
+        async for chunk in call.chunks():
+            data = encoder.push(chunk)
+            if data:
+                await writer.add(data)
+        await writer.close()
+    except BaseException:
+        writer.abort()
+        raise
     await response.write_eof()
     return response
 
