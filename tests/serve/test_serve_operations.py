@@ -310,3 +310,31 @@ def test_one_config_file_serves_chat_and_serve(tmp_path: Any) -> None:
     )
     runtime = open_runtime(path, env=UPSTREAM_KEYS)  # `modelwire chat` reads the same file
     assert "oa" in [p.id for p in runtime.list_providers()]
+
+
+async def test_requests_on_one_session_are_its_turns_in_order() -> None:
+    slow = chat_text("a", "b", "c")
+    slow.delay = 0.02
+    async with MockServer([slow]) as up, MockServer([anthropic_text("x")]) as an:
+        async with gateway(config(up.url, an.url)) as (app, url):
+            client = openai.AsyncOpenAI(
+                base_url=url + "/v1",
+                api_key=ADMIN,
+                max_retries=0,
+                default_headers={"x-modelwire-session": "chat-42"},
+            )
+            replies = await asyncio.gather(
+                *(
+                    client.chat.completions.create(
+                        model="oa:m", messages=[{"role": "user", "content": f"q{i}"}]
+                    )
+                    for i in range(3)
+                )
+            )
+            assert [r.choices[0].message.content for r in replies] == ["abc"] * 3
+            events = await app[GATEWAY].log.read("chat-42")
+    starts = [e.data.turn for e in events if e.type == "turn/start"]  # type: ignore[attr-defined]
+    ends = [e.data.turn for e in events if e.type == "turn/end"]  # type: ignore[attr-defined]
+    assert starts == ends == [1, 2, 3]
+    order = [e.type for e in events if e.type in ("turn/start", "turn/end")]
+    assert order == ["turn/start", "turn/end"] * 3  # one at a time, never interleaved

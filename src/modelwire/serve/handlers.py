@@ -182,6 +182,13 @@ async def call_endpoint(request: web.Request, shape: Shape) -> web.StreamRespons
         admission = await _admit(gateway, caller, parsed.options, info, str(chain[0]))
         recorder = SessionRecorder(gateway.log, sid)
         call = UpstreamCall(gateway.runtime, recorder, parsed, chain, gateway.model_info_or_none)
+        continued = SESSION_HEADER in request.headers
+        if continued:
+            try:
+                await gateway.enter_session(sid)
+            except BaseException:
+                await _settle(gateway, admission, None, None, cancelled=False)
+                raise
         cancelled = True
         try:
             recorder.defer(  # the log's round trips overlap the upstream call's first byte
@@ -191,7 +198,7 @@ async def call_endpoint(request: web.Request, shape: Shape) -> web.StreamRespons
                     parsed.stream,
                     caller.name,
                     parsed.options,
-                    continued=SESSION_HEADER in request.headers,
+                    continued=continued,
                 )
             )
             await call.open()
@@ -222,7 +229,8 @@ async def call_endpoint(request: web.Request, shape: Shape) -> web.StreamRespons
             ended = True
             # tracked: a client that closes its connection right after the last byte cancels
             # this handler, never the turn's end, and shutdown waits for it
-            await asyncio.shield(gateway.track(_end(gateway, call, admission, cancelled, outcome)))
+            ending = _end(gateway, call, admission, cancelled, outcome, sid if continued else None)
+            await asyncio.shield(gateway.track(ending))
     except GatewayError as error:
         outcome.status, outcome.code = error.status, error.code
         return error_response(shape.protocol, error)
@@ -241,6 +249,7 @@ async def _end(
     admission: Admission | None,
     cancelled: bool,
     outcome: _Outcome,
+    session: str | None,
 ) -> None:
     usage: TokenUsage | None = None
     cost: Decimal | None = None
@@ -255,6 +264,8 @@ async def _end(
         if isinstance(finish, Error) and outcome.code is None:
             outcome.code = finish.failure.code  # failed after the reply started
     finally:
+        if session is not None:
+            gateway.leave_session(session)
         outcome.observe(gateway, usage, cost)
 
 
