@@ -10,7 +10,8 @@ session written durably, authenticated by the admin key. The load generator (thi
 aiohttp) sends streaming chat completions open-loop at `--rps` with at most `--concurrency` in
 flight, each timed from send to its last byte, every answer checked. Reported per target: p50
 and p99 of that latency, and the added latency over calling the upstream directly (the target's
-percentile minus the direct one), with the peak RSS of the gateway process. Targets (issue 36):
+percentile minus the direct one), the proxy process's own CPU per request (what a loaded machine
+distorts least) and the peak RSS of the gateway process. Targets (issue 36):
 p50 added ≤ 1.25x the pass-through's, p99 ≤ 5 ms. The LiteLLM proxy is not part of this run (see
 docs/decisions.md).
 """
@@ -95,6 +96,12 @@ async def _ready(url: str) -> None:
                 pass
             await asyncio.sleep(0.1)
     raise RuntimeError(f"{url} did not come up")
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process `pid` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_kb(pid: int) -> int:
@@ -190,6 +197,7 @@ async def measure(
     upstream: str,
     passthrough: str,
     gateways: dict[str, tuple[str, subprocess.Popen[bytes]]],
+    pids: dict[str, int],
 ) -> dict[str, dict[str, float]]:
     """Load every target in turn (module docstring)."""
     expected = "".join(WORDS[: args.chunks])
@@ -198,14 +206,20 @@ async def measure(
     for url, _ in gateways.values():
         await _ready(url)
     results: dict[str, dict[str, float]] = {}
-    runs: list[tuple[str, str, dict[str, str]]] = [
-        ("direct", upstream, {}),
-        ("passthrough", passthrough, {}),
+    runs: list[tuple[str, str, dict[str, str], int | None]] = [
+        ("direct", upstream, {}, None),
+        ("passthrough", passthrough, {}, pids["passthrough"]),
     ]
-    runs += [(n, u, {"Authorization": f"Bearer {ADMIN}"}) for n, (u, _) in gateways.items()]
-    for name, url, headers in runs:
+    runs += [(n, u, {"Authorization": f"Bearer {ADMIN}"}, p.pid) for n, (u, p) in gateways.items()]
+    for name, url, headers, pid in runs:
+        before = _cpu_s(pid) if pid else 0.0
         times = await _load(url, args, expected, headers)
         results[name] = {"p50_ms": _pct(times, 0.5), "p99_ms": _pct(times, 0.99), "n": len(times)}
+        if pid:  # the proxy's own CPU per request (warm-up included): robust to a loaded machine
+            spent = _cpu_s(pid) - before
+            results[name]["cpu_ms_per_request"] = (
+                spent * 1000 / (len(times) + min(50, args.requests))
+            )
     for name, row in results.items():
         if name != "direct":
             row["p50_added_ms"] = row["p50_ms"] - results["direct"]["p50_ms"]
@@ -220,7 +234,8 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     tmp = Path(tempfile.mkdtemp(prefix="mw-bench-gw-"))
     procs, upstream, passthrough, gateways = _spawn(args, tmp)
     try:
-        return asyncio.run(measure(args, upstream, passthrough, gateways))
+        pids = {"passthrough": procs[1].pid}
+        return asyncio.run(measure(args, upstream, passthrough, gateways, pids))
     finally:
         for proc in procs:
             proc.terminate()
@@ -255,11 +270,15 @@ def main() -> None:
     if args.json:
         print(json.dumps(results))
         return
-    print(f"{'target':<20} {'p50 ms':>8} {'p99 ms':>8} {'p50 added':>10} {'p99 added':>10}")
+    print(
+        f"{'target':<20} {'p50 ms':>8} {'p99 ms':>8} {'p50 added':>10} {'p99 added':>10} "
+        f"{'CPU ms/req':>10}"
+    )
     for name, row in results.items():
         print(
             f"{name:<20} {row['p50_ms']:8.2f} {row['p99_ms']:8.2f} "
-            f"{row.get('p50_added_ms', 0):10.2f} {row.get('p99_added_ms', 0):10.2f}"
+            f"{row.get('p50_added_ms', 0):10.2f} {row.get('p99_added_ms', 0):10.2f} "
+            f"{row.get('cpu_ms_per_request', 0):10.2f}"
         )
 
 

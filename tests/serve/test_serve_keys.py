@@ -3,12 +3,14 @@ limits in the log database (reserve, then settle), each refusal in the shape the
 
 from __future__ import annotations
 
+import asyncio
 from decimal import Decimal
 from pathlib import Path
 
 import anthropic
 import openai
 import pytest
+from pgschema import PG_URL, create_schema_url, drop_schema, needs_postgres
 from serve_helpers import MockServer, anthropic_text, chat_text, config, gateway
 
 from modelwire.serve.handlers import GATEWAY
@@ -189,3 +191,104 @@ async def test_an_expired_key_is_401_from_its_expiry_on(tmp_path: Path) -> None:
                     model="oa:m", messages=[{"role": "user", "content": "hi"}]
                 )
             assert "expired" in expired.value.message
+
+
+@needs_postgres
+async def test_a_budget_shared_by_two_gateways_on_postgresql_is_not_overspent() -> None:
+    """Two gateways (two connection sets) on one database, twelve concurrent requests: every
+    admission books its reservation atomically, so spend stops within one request of the budget
+    beyond what the requests in flight cost over their estimates."""
+    assert PG_URL is not None
+    schema, url = await create_schema_url(PG_URL)
+    try:
+        key = await _key(url, "shared-budget", budget_usd=Decimal("0.05"))
+        async with MockServer([chat_text("ok")]) as up, MockServer([anthropic_text("x")]) as an:
+            settings = config(up.url, an.url)
+            async with (
+                gateway(settings, url, clock=lambda: NOW) as (_, one),
+                gateway(settings, url, clock=lambda: NOW) as (_, two),
+            ):
+                clients = [_client(u, key) for u in (one, two)]
+
+                async def call(i: int) -> bool:
+                    try:
+                        await clients[i % 2].chat.completions.create(
+                            model="oa:m", messages=[{"role": "user", "content": "hi"}], max_tokens=3
+                        )
+                    except openai.RateLimitError as exc:
+                        assert exc.code == "BUDGET_EXCEEDED"
+                        return False
+                    return True
+
+                admitted = sum(await asyncio.gather(*(call(i) for i in range(12))))
+        driver = await open_keys(url)
+        (record,) = await list_keys(driver)
+        await driver.close()
+        per_call = Decimal("0.013")
+        assert record.reserved_usd == 0 and record.spent_usd == per_call * admitted
+        assert admitted >= 4 and record.spent_usd <= Decimal("0.05") + 2 * per_call
+    finally:
+        await drop_schema(PG_URL, schema)
+
+
+async def test_the_admin_key_manages_keys_over_http(tmp_path: Path) -> None:
+    import aiohttp
+    from serve_helpers import ADMIN
+
+    log = f"sqlite:///{tmp_path}/gw.db"
+    async with MockServer([chat_text("ok")]) as up, MockServer([anthropic_text("x")]) as an:
+        async with gateway(config(up.url, an.url), log, clock=lambda: NOW) as (_, url):
+            admin = {"Authorization": f"Bearer {ADMIN}"}
+            async with aiohttp.ClientSession() as http:
+                body = {"name": "svc", "budget_usd": "1.5", "rpm": 10, "routes": ["oa"]}
+                async with http.post(url + "/v1/keys", json=body, headers=admin) as resp:
+                    assert resp.status == 201
+                    made = await resp.json()
+                key = made["key"]
+                assert key.startswith("mwk_") and made["budget_usd"] == "1.5"
+                reply = await _client(url, key).chat.completions.create(
+                    model="oa:m", messages=[{"role": "user", "content": "hi"}]
+                )
+                assert reply.choices[0].message.content == "ok"
+                user = {"Authorization": f"Bearer {key}"}
+                async with http.get(url + "/v1/keys", headers=user) as resp:
+                    assert resp.status == 403
+                async with http.get(url + "/v1/keys", headers=admin) as resp:
+                    listed = await resp.json()
+                assert [k["name"] for k in listed["data"]] == ["svc"] and key not in str(listed)
+                async with http.post(
+                    url + "/v1/keys", json={"name": "admin"}, headers=admin
+                ) as resp:
+                    assert resp.status == 400
+                async with http.delete(url + "/v1/keys/svc", headers=admin) as resp:
+                    assert resp.status == 200
+                async with http.delete(url + "/v1/keys/svc", headers=admin) as resp:
+                    assert resp.status == 404
+            with pytest.raises(openai.AuthenticationError):
+                await _client(url, key).chat.completions.create(
+                    model="oa:m", messages=[{"role": "user", "content": "hi"}]
+                )
+
+
+async def test_a_routes_own_rate_limit_holds_for_every_key(tmp_path: Path) -> None:
+    from serve_helpers import ADMIN
+
+    log = f"sqlite:///{tmp_path}/gw.db"
+    key = await _key(log, "any")
+    async with MockServer([chat_text("ok")]) as up, MockServer([anthropic_text("fine")]) as an:
+        settings = config(up.url, an.url, limits={"oa": {"rpm": 2}})
+        async with gateway(settings, log, clock=lambda: NOW) as (_, url):
+            for who in (ADMIN, key):
+                await _client(url, who).chat.completions.create(
+                    model="oa:m", messages=[{"role": "user", "content": "hi"}]
+                )
+            for who in (ADMIN, key):
+                with pytest.raises(openai.RateLimitError) as limited:
+                    await _client(url, who).chat.completions.create(
+                        model="oa:m", messages=[{"role": "user", "content": "hi"}]
+                    )
+                assert "route 'oa'" in limited.value.message and limited.value.code == "RATE_LIMIT"
+            reply = await _client(url, key).chat.completions.create(  # another route: its own
+                model="an:claude-x", messages=[{"role": "user", "content": "hi"}]
+            )
+            assert reply.choices[0].message.content == "fine"

@@ -251,3 +251,90 @@ async def test_a_body_over_the_limit_is_413() -> None:
             with pytest.raises(openai.APIStatusError) as big:
                 await _client(url).chat.completions.create(**body)  # type: ignore[call-overload]
     assert big.value.status_code == 413 and "1000 bytes" in big.value.message
+
+
+async def test_an_instrumented_runtime_gives_a_span_per_upstream_call() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from modelwire.agent.setup import open_runtime
+    from modelwire.telemetry import instrument
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    async with MockServer([chat_text("ok")]) as up, MockServer([anthropic_text("x")]) as an:
+        settings = config(up.url, an.url)
+        from serve_helpers import UPSTREAM_KEYS
+
+        runtime = open_runtime(settings, env=UPSTREAM_KEYS)
+        instrument(runtime, tracer_provider=provider)
+        async with gateway(settings, runtime=runtime) as (_, url):
+            await _client(url).chat.completions.create(
+                model="oa:m", messages=[{"role": "user", "content": "hi"}]
+            )
+    (span,) = exporter.get_finished_spans()
+    assert span.attributes is not None and span.attributes["gen_ai.request.model"] == "m"
+    assert ADMIN not in str(span.attributes)
+
+
+async def test_a_body_that_never_arrives_whole_is_408() -> None:
+    async with MockServer([chat_text("x")]) as up, MockServer([anthropic_text("x")]) as an:
+        async with gateway(config(up.url, an.url, read_timeout_ms=100)) as (_, url):
+            host, port = url.removeprefix("http://").split(":")
+            reader, writer = await asyncio.open_connection(host, int(port))
+            writer.write(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer "
+                + ADMIN.encode()
+                + b'\r\nContent-Length: 500\r\n\r\n{"model"'
+            )
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)  # a hang guard
+            body = await asyncio.wait_for(reader.read(2000), 30)
+            writer.close()
+    assert head.startswith(b"HTTP/1.1 408")
+    assert b'"code":"TIMEOUT"' in body.replace(b" ", b"")
+    assert up.bodies == []
+
+
+def test_one_config_file_serves_chat_and_serve(tmp_path: Any) -> None:
+    from serve_helpers import UPSTREAM_KEYS, toml_config
+
+    from modelwire.agent.setup import open_runtime
+
+    path = tmp_path / "shared.toml"
+    path.write_text(
+        toml_config(config("http://127.0.0.1:9", "http://127.0.0.1:9", models={"f": "oa:m"}))
+    )
+    runtime = open_runtime(path, env=UPSTREAM_KEYS)  # `modelwire chat` reads the same file
+    assert "oa" in [p.id for p in runtime.list_providers()]
+
+
+async def test_requests_on_one_session_are_its_turns_in_order() -> None:
+    slow = chat_text("a", "b", "c")
+    slow.delay = 0.02
+    async with MockServer([slow]) as up, MockServer([anthropic_text("x")]) as an:
+        async with gateway(config(up.url, an.url)) as (app, url):
+            client = openai.AsyncOpenAI(
+                base_url=url + "/v1",
+                api_key=ADMIN,
+                max_retries=0,
+                default_headers={"x-modelwire-session": "chat-42"},
+            )
+            replies = await asyncio.gather(
+                *(
+                    client.chat.completions.create(
+                        model="oa:m", messages=[{"role": "user", "content": f"q{i}"}]
+                    )
+                    for i in range(3)
+                )
+            )
+            assert [r.choices[0].message.content for r in replies] == ["abc"] * 3
+            events = await app[GATEWAY].log.read("chat-42")
+    starts = [e.data.turn for e in events if e.type == "turn/start"]  # type: ignore[attr-defined]
+    ends = [e.data.turn for e in events if e.type == "turn/end"]  # type: ignore[attr-defined]
+    assert starts == ends == [1, 2, 3]
+    order = [e.type for e in events if e.type in ("turn/start", "turn/end")]
+    assert order == ["turn/start", "turn/end"] * 3  # one at a time, never interleaved

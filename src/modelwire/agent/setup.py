@@ -16,7 +16,8 @@ them. The file's `[default]` section names the model a caller that names none us
 
 The config file is the one the CLI reads (`config=` a path, else `$MODELWIRE_CONFIG`, else
 `config.toml` in the user config dir when it exists), or `config=` a mapping of the same keys
-(`default`, `deepseek`, `providers`); a bad file or key is `INVALID_CONFIG` naming it.
+(`default`, `deepseek`, `providers`; `gateway` is `modelwire serve`'s and ignored here); a bad
+file or key is `INVALID_CONFIG` naming it.
 
 The default log is `$MODELWIRE_LOG`, else `sessions.db` (SQLite) in the user data dir, as for the
 CLI. `LazyLog` opens a log URL on first use in the loop that uses it: `Agent.from_model` is
@@ -71,7 +72,7 @@ ConfigSource: TypeAlias = str | os.PathLike[str] | Mapping[str, object] | None
 CONFIG_ENV: Final = "MODELWIRE_CONFIG"
 LOG_ENV: Final = "MODELWIRE_LOG"
 BUILTIN_ROUTE: Final = "deepseek"
-_SECTIONS: Final = ("default", "deepseek", "providers")
+_SECTIONS: Final = ("default", "deepseek", "providers", "gateway")  # gateway: `modelwire serve`
 _DEFAULT_KEYS: Final = ("provider", "model", "system")
 
 

@@ -1,7 +1,8 @@
 """`create_app`: the gateway as an `aiohttp.web.Application`, for `modelwire serve` or embedding.
 
 Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages` (the model calls,
-`handlers.py`), `GET /v1/models`, `GET /healthz`, `GET /metrics`; `POST /v1/embeddings` is
+`handlers.py`), `GET /v1/models`, `GET /healthz`, `GET /metrics`, the admin key's
+`POST /v1/keys`, `GET /v1/keys` and `DELETE /v1/keys/{name}` (`admin.py`); `POST /v1/embeddings` is
 reserved and answers 501 until the embeddings issue lands. The log and the keys' database open
 when the app starts and close with it. Bodies over `[gateway] max_body_bytes` are a 413.
 """
@@ -18,6 +19,7 @@ from ..errors import ErrorCode, HarnessError
 from ..runtime import LlmRuntime
 from ..session import open_log
 from ..session.log import SessionLog
+from .admin import add_admin_routes
 from .config import read_settings, split_settings
 from .database import KeyDatabase
 from .gateway import Gateway, authenticate
@@ -85,13 +87,16 @@ def create_app(
     admin_key: str | None = None,
     env: Mapping[str, str] | None = None,
     clock: Callable[[], int] | None = None,
+    telemetry: bool = False,
 ) -> web.Application:
     """The gateway app on `config`'s routes (a file path or a mapping with `[providers]`,
-    `[default]`, `[deepseek]` and `[gateway]`) and the log `log` (a URL; keys, budgets and rate
-    limits live in the same database when it is SQLite or PostgreSQL; a `SessionLog` instance
-    serves without keys). `runtime` replaces the one `open_runtime` builds from `config`;
-    `admin_key` defaults to `$MODELWIRE_ADMIN_KEY`; `env` replaces the environment for route
-    keys. `agents` is reserved for the agent endpoints and must be empty for now."""
+        `[default]`, `[deepseek]` and `[gateway]`) and the log `log` (a URL; keys, budgets and rate
+        limits live in the same database when it is SQLite or PostgreSQL; a `SessionLog` instance
+        serves without keys). `runtime` replaces the one `open_runtime` builds from `config`;
+        `admin_key` defaults to `$MODELWIRE_ADMIN_KEY`; `env` replaces the environment for route
+        keys. `telemetry` instruments the runtime (`modelwire.telemetry.instrument`: one
+    OpenTelemetry span and the client metrics per upstream call, when OpenTelemetry is installed and
+    configured; nothing otherwise). `agents` is reserved for the agent endpoints and must be empty for now."""
     if agents:
         raise HarnessError(
             "create_app: agents= (the /v1/agents endpoints) is not available yet",
@@ -101,6 +106,10 @@ def create_app(
 
     settings, gateway_config = split_settings(read_settings(config))
     rt = runtime if runtime is not None else open_runtime(settings, env=env)
+    if telemetry:
+        from ..telemetry import instrument
+
+        instrument(rt)
     app = web.Application(client_max_size=gateway_config.max_body_bytes)
     app[GRACE_MS] = gateway_config.grace_ms
     admin = admin_key if admin_key is not None else os.environ.get(ADMIN_KEY_ENV) or None
@@ -138,4 +147,5 @@ def create_app(
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
+    add_admin_routes(app)
     return app

@@ -193,6 +193,9 @@ def parse_chat(body: Mapping[str, object]) -> GatewayRequest:
     if raw_messages is None:
         raise bad("messages", "is required")
     system, messages = _messages(raw_messages)
+    choices = get_int(body, "n", "")
+    if choices is not None and choices != 1:
+        raise bad("n", f"the gateway answers one choice per request, not {choices}")
     stream = bool(get_bool(body, "stream", ""))
     stream_options = get_map(body, "stream_options", "")
     include = bool(stream_options and get_bool(stream_options, "include_usage", "stream_options."))

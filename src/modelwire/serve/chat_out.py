@@ -38,6 +38,9 @@ __all__ = ["ChatStream", "chat_completion", "chat_finish_reason", "chat_usage"]
 
 _ENCODE: Final = msgspec.json.Encoder().encode
 DONE: Final = b"data: [DONE]\n\n"
+_CONTENT: Final = b'[{"index":0,"delta":{"content":'
+_REASONING: Final = b'[{"index":0,"delta":{"reasoning_content":'
+_TEXT_TAIL: Final = b'},"finish_reason":null,"logprobs":null}]}\n\n'
 
 
 def chat_finish_reason(reason: FinishReason) -> str:
@@ -146,6 +149,10 @@ class ChatStream:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return self._event(b"[" + _ENCODE(choice) + b"]")
 
+    def _text(self, field: bytes, text: str) -> bytes:
+        # the hot path: one delta of text, spliced into prebuilt bytes (no dict per chunk)
+        return b"data: " + self._head + field + _ENCODE(text) + _TEXT_TAIL
+
     def start(self) -> bytes:
         """The first chunk: the assistant role."""
         return self._delta({"role": "assistant", "content": ""})
@@ -153,9 +160,9 @@ class ChatStream:
     def push(self, chunk: StreamChunk) -> bytes:
         """The bytes of one chunk (empty when it has none on this wire)."""
         if isinstance(chunk, TextDelta):
-            return self._delta({"content": chunk.text}) if chunk.text else b""
+            return self._text(_CONTENT, chunk.text) if chunk.text else b""
         if isinstance(chunk, ReasoningDelta):
-            return self._delta({"reasoning_content": chunk.text}) if chunk.text else b""
+            return self._text(_REASONING, chunk.text) if chunk.text else b""
         if isinstance(chunk, ToolCallDelta):
             return self._tool_delta(chunk)
         if isinstance(chunk, UsageChunk):

@@ -4,10 +4,13 @@
 [gateway]
 max_body_bytes = 4_194_304     # a larger request body is a 413
 grace_ms = 10_000              # SIGTERM: how long running streams may finish
+read_timeout_ms = 30_000       # a body not read whole by then is a 408 (slow clients)
 [gateway.models]               # aliases clients may name as `model`
 fast = "acme:m-small"
 [gateway.fallbacks]            # per target, tried in order on the route's fallback codes
 "acme:m-small" = ["backup:m"]
+[gateway.limits.acme]          # the route's own requests/tokens per minute, for every key
+rpm = 600
 ```
 
 `split_settings` takes the section off the settings so that the rest opens the runtime as
@@ -24,12 +27,14 @@ from typing import Final
 
 from ..errors import ErrorCode, HarnessError
 from ..retry.fallback_chain import FallbackTarget, parse_chain
+from .limits import RouteLimit
 
 __all__ = ["GatewayConfig", "parse_gateway", "read_settings", "split_settings"]
 
-_KEYS: Final = ("models", "fallbacks", "max_body_bytes", "grace_ms")
+_KEYS: Final = ("models", "fallbacks", "limits", "max_body_bytes", "grace_ms", "read_timeout_ms")
 MAX_BODY_BYTES: Final = 4 * 1024 * 1024
 GRACE_MS: Final = 10_000
+READ_TIMEOUT_MS: Final = 30_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +43,10 @@ class GatewayConfig:
 
     aliases: Mapping[str, FallbackTarget] = field(default_factory=dict)
     fallbacks: Mapping[FallbackTarget, tuple[FallbackTarget, ...]] = field(default_factory=dict)
+    limits: Mapping[str, RouteLimit] = field(default_factory=dict)
     max_body_bytes: int = 4 * 1024 * 1024  # = MAX_BODY_BYTES
     grace_ms: int = 10_000  # = GRACE_MS
+    read_timeout_ms: int = 30_000  # = READ_TIMEOUT_MS
 
 
 def _fail(text: str) -> HarnessError:
@@ -60,6 +67,18 @@ def _count(section: Mapping[str, object], key: str, default: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise _fail(f"{key} must be a positive integer, got {value!r}")
     return value
+
+
+def _limits(raw: object) -> dict[str, RouteLimit]:
+    if not isinstance(raw, Mapping):
+        raise _fail("gateway.limits must be a table of routes")
+    out: dict[str, RouteLimit] = {}
+    for route, table in raw.items():
+        if not isinstance(table, Mapping) or not set(table) <= {"rpm", "tpm"} or not table:
+            raise _fail(f"gateway.limits.{route} must be a table of rpm and/or tpm")
+        counts = {k: _count(table, k, 1) for k in table}
+        out[str(route)] = RouteLimit(counts.get("rpm"), counts.get("tpm"))
+    return out
 
 
 def parse_gateway(section: object) -> GatewayConfig:
@@ -87,8 +106,10 @@ def parse_gateway(section: object) -> GatewayConfig:
     return GatewayConfig(
         aliases,
         chains,
+        _limits(section.get("limits", {})),
         _count(section, "max_body_bytes", MAX_BODY_BYTES),
         _count(section, "grace_ms", GRACE_MS),
+        _count(section, "read_timeout_ms", READ_TIMEOUT_MS),
     )
 
 
@@ -96,10 +117,15 @@ def read_settings(
     config: str | os.PathLike[str] | Mapping[str, object] | None,
 ) -> dict[str, object]:
     """The whole settings mapping of a config file path (or a mapping, copied)."""
-    if config is None:
-        named = os.environ.get("MODELWIRE_CONFIG")  # as `open_runtime` reads it
+    if config is None:  # as `open_runtime` and the CLI find it
+        named = os.environ.get("MODELWIRE_CONFIG")
         if not named:
-            return {}
+            from platformdirs import user_config_dir
+
+            default = Path(user_config_dir("modelwire")) / "config.toml"
+            if not default.is_file():
+                return {}
+            named = str(default)
         config = named
     if isinstance(config, Mapping):
         return dict(config)

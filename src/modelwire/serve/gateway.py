@@ -41,6 +41,16 @@ class Caller:
     record: KeyRecord | None
 
 
+class _SessionTurn:
+    """The lock of one session in this process and how many requests hold or want it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -63,6 +73,33 @@ class Gateway:
     _infos: dict[FallbackTarget, ResolvedModelInfo] = field(default_factory=dict)
     _ending: set[asyncio.Task[None]] = field(default_factory=set)
     _keys: dict[str, KeyRecord] = field(default_factory=dict)  # by hash
+    _sessions: dict[str, _SessionTurn] = field(default_factory=dict)
+
+    async def enter_session(self, session_id: str) -> None:
+        """Wait until no other request of this process runs in `session_id`, then take it: a
+        session takes one request at a time, so its turns are numbered in order."""
+        entry = self._sessions.get(session_id)
+        if entry is None:
+            entry = self._sessions[session_id] = _SessionTurn()
+        entry.users += 1
+        try:
+            await entry.lock.acquire()
+        except BaseException:
+            self._release(session_id, entry, held=False)
+            raise
+
+    def leave_session(self, session_id: str) -> None:
+        """Hand `session_id` to its next waiting request."""
+        entry = self._sessions.get(session_id)
+        if entry is not None:
+            self._release(session_id, entry, held=True)
+
+    def _release(self, session_id: str, entry: _SessionTurn, *, held: bool) -> None:
+        if held:
+            entry.lock.release()
+        entry.users -= 1
+        if entry.users == 0:
+            del self._sessions[session_id]
 
     async def identify(self, key: str) -> KeyRecord | None:
         """The record of `key` (None: no such key). Known keys are cached: a key's limits never

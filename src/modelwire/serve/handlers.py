@@ -24,6 +24,7 @@ from ..errors import HarnessError
 from ..meter.estimate import estimate_message, estimate_system, estimate_tools
 from ..session.ids import check_session_id
 from ..vocab import Error, GenerateOptions, ResolvedModelInfo, TokenUsage
+from .coalesce import CoalescingWriter
 from .fields import decode_body
 from .gateway import Caller, Gateway, authenticate, targets
 from .limits import Admission, admit, nano_usd, settle
@@ -55,8 +56,14 @@ async def _read(request: web.Request, gateway: Gateway) -> bytes:
         raise GatewayError(
             400, "INVALID_REQUEST", "a key belongs in the Authorization header, never in the URL"
         )
+    limit_s = gateway.config.read_timeout_ms / 1000
     try:
-        return await request.read()
+        async with asyncio.timeout(limit_s):
+            return await request.read()
+    except TimeoutError:
+        raise GatewayError(
+            408, "TIMEOUT", f"the request body did not arrive within {limit_s:g}s"
+        ) from None
     except web.HTTPRequestEntityTooLarge:
         limit = gateway.config.max_body_bytes
         raise GatewayError(
@@ -79,16 +86,20 @@ async def _admit(
     gateway: Gateway, caller: Caller, options: GenerateOptions, info: ResolvedModelInfo, where: str
 ) -> Admission | None:
     record = caller.record
-    if record is None or gateway.driver is None:  # the admin key
+    route = where.split(":", 1)[0]
+    route_limit = gateway.config.limits.get(route)
+    if gateway.driver is None or (record is None and route_limit is None):
         return None
-    if record.budget_usd is not None and info.pricing is None:
+    if record is not None and record.budget_usd is not None and info.pricing is None:
         raise GatewayError(
             403,
             "BUDGET_EXCEEDED",
             f"the key {record.name!r} has a budget and {where} has no known price",
         )
     tokens, cost = _estimate(options, info)
-    return await admit(gateway.driver, record, gateway.clock(), cost, tokens)
+    return await admit(
+        gateway.driver, record, gateway.clock(), cost, tokens, route=route, route_limit=route_limit
+    )
 
 
 def _session(request: web.Request) -> str:
@@ -113,11 +124,17 @@ async def _stream(
     )
     await response.prepare(request)
     encoder = shape.encoder(reply)
-    await response.write(encoder.start())
-    async for chunk in call.chunks():
-        data = encoder.push(chunk)
-        if data:
-            await response.write(data)
+    writer = CoalescingWriter(response)  # one write per upstream read, not one per event
+    try:
+        await writer.add(encoder.start())
+        async for chunk in call.chunks():
+            data = encoder.push(chunk)
+            if data:
+                await writer.add(data)
+        await writer.close()
+    except BaseException:
+        writer.abort()
+        raise
     await response.write_eof()
     return response
 
@@ -165,15 +182,24 @@ async def call_endpoint(request: web.Request, shape: Shape) -> web.StreamRespons
         admission = await _admit(gateway, caller, parsed.options, info, str(chain[0]))
         recorder = SessionRecorder(gateway.log, sid)
         call = UpstreamCall(gateway.runtime, recorder, parsed, chain, gateway.model_info_or_none)
+        continued = SESSION_HEADER in request.headers
+        if continued:
+            try:
+                await gateway.enter_session(sid)
+            except BaseException:
+                await _settle(gateway, admission, None, None, cancelled=False)
+                raise
         cancelled = True
         try:
-            await recorder.begin(
-                shape.endpoint,
-                parsed.model,
-                parsed.stream,
-                caller.name,
-                parsed.options,
-                continued=SESSION_HEADER in request.headers,
+            recorder.defer(  # the log's round trips overlap the upstream call's first byte
+                recorder.begin(
+                    shape.endpoint,
+                    parsed.model,
+                    parsed.stream,
+                    caller.name,
+                    parsed.options,
+                    continued=continued,
+                )
             )
             await call.open()
             attempted = call.attempted
@@ -203,7 +229,8 @@ async def call_endpoint(request: web.Request, shape: Shape) -> web.StreamRespons
             ended = True
             # tracked: a client that closes its connection right after the last byte cancels
             # this handler, never the turn's end, and shutdown waits for it
-            await asyncio.shield(gateway.track(_end(gateway, call, admission, cancelled, outcome)))
+            ending = _end(gateway, call, admission, cancelled, outcome, sid if continued else None)
+            await asyncio.shield(gateway.track(ending))
     except GatewayError as error:
         outcome.status, outcome.code = error.status, error.code
         return error_response(shape.protocol, error)
@@ -222,21 +249,37 @@ async def _end(
     admission: Admission | None,
     cancelled: bool,
     outcome: _Outcome,
+    session: str | None,
 ) -> None:
     usage: TokenUsage | None = None
     cost: Decimal | None = None
     try:
-        usage = await call.close(cancelled=cancelled)
-        cost = call.cost(usage)
+        try:
+            usage = await call.close(cancelled=cancelled)
+        finally:  # the reservation is settled even when the log failed
+            measured = usage if usage is not None else call.assembler.usage
+            cost = call.cost(measured)
+            await _settle(gateway, admission, measured, cost, cancelled)
         finish = call.assembler.finish
         if isinstance(finish, Error) and outcome.code is None:
             outcome.code = finish.failure.code  # failed after the reply started
-        if admission is not None and gateway.driver is not None:
-            if usage is None and cancelled:
-                spent, tokens = admission.reserved_nusd, admission.reserved_tokens
-            else:
-                spent = 0 if cost is None else nano_usd(cost)
-                tokens = 0 if usage is None else usage.total_tokens
-            await settle(gateway.driver, admission, spent, tokens)
     finally:
+        if session is not None:
+            gateway.leave_session(session)
         outcome.observe(gateway, usage, cost)
+
+
+async def _settle(
+    gateway: Gateway,
+    admission: Admission | None,
+    usage: TokenUsage | None,
+    cost: Decimal | None,
+    cancelled: bool,
+) -> None:
+    if admission is not None and gateway.driver is not None:
+        if usage is None and cancelled:
+            spent, tokens = admission.reserved_nusd, admission.reserved_tokens
+        else:
+            spent = 0 if cost is None else nano_usd(cost)
+            tokens = 0 if usage is None else usage.total_tokens
+        await settle(gateway.driver, admission, spent, tokens)

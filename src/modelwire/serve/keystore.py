@@ -152,6 +152,13 @@ async def create_key(
             f"key name {name!r} must be non-empty, without commas or surrounding spaces",
             ErrorCode.INVALID_ARGS,
         )
+    if name.startswith("@"):
+        raise HarnessError(f"key name {name!r} must not start with @", ErrorCode.INVALID_ARGS)
+    if name == "admin":
+        raise HarnessError(
+            'the key name "admin" is the admin key\'s ($MODELWIRE_ADMIN_KEY)',
+            ErrorCode.INVALID_ARGS,
+        )
     key = KEY_PREFIX + secrets.token_urlsafe(32)
     budget = None if budget_usd is None else int(budget_usd * NANO)
     async with driver.transaction() as q:

@@ -13,7 +13,8 @@ A session is the client's `x-modelwire-session` (its next turn), else a new one.
 
 from __future__ import annotations
 
-import uuid
+import asyncio
+from collections.abc import Coroutine
 from typing import Literal
 
 import msgspec
@@ -52,6 +53,7 @@ from ..vocab import (
     TokenUsage,
     call_config_of,
 )
+from .ids import next_id
 
 __all__ = ["GatewayRequestRecord", "SessionRecorder", "new_session_id"]
 
@@ -72,7 +74,7 @@ register_event_type("gateway/request", GatewayRequestRecord)
 
 def new_session_id() -> str:
     """A fresh session id for a request that names none."""
-    return f"gw_{uuid.uuid4().hex}"
+    return next_id("gw_")
 
 
 def _new_input(messages: tuple[Message, ...]) -> tuple[Message, ...]:
@@ -108,6 +110,31 @@ class SessionRecorder:
         self.attempt = 0
         self._seqs: list[int] = []
         self._writer: ChunkWriter | None = None
+        self._pending: asyncio.Task[None] | None = None
+
+    def defer(self, work: Coroutine[object, object, None]) -> None:
+        """Run `work` (`begin`, `attempt_on`) in the background, after the writes deferred
+        before it: the log's round trips overlap the upstream call's connect and first byte.
+        Every other write waits for them first, so the log's order is the call's."""
+        previous = self._pending
+
+        async def run() -> None:
+            if previous is not None:
+                try:
+                    await previous
+                except BaseException:
+                    work.close()
+                    raise
+            await work
+
+        self._pending = asyncio.ensure_future(run())
+
+    async def settled(self) -> None:
+        """Wait for the deferred writes (their failure raises here)."""
+        pending = self._pending
+        if pending is not None:
+            self._pending = None
+            await pending
 
     async def begin(
         self,
@@ -154,6 +181,8 @@ class SessionRecorder:
 
     async def chunk(self, chunk: StreamChunk) -> None:
         """Log one chunk of the current attempt."""
+        if self._pending is not None:
+            await self.settled()
         writer = self._writer
         assert writer is not None
         seq = writer.push(chunk)
@@ -162,14 +191,17 @@ class SessionRecorder:
         self._seqs.append(seq)
 
     async def retry(self, event: LlmRetry) -> None:
+        await self.settled()
         await self.log.append(self.session_id, event, barrier=True)
 
     async def retry_started(self, retry_id: str, retry: int) -> None:
+        await self.settled()
         await self.log.append(
             self.session_id, LlmRetryStarted(retry_id=retry_id, turn=self.turn, step=1, retry=retry)
         )
 
     async def fallback(self, event: LlmFallback) -> None:
+        await self.settled()
         await self.log.append(self.session_id, event, barrier=True)
 
     async def end(
@@ -181,6 +213,7 @@ class SessionRecorder:
         cancelled: bool,
     ) -> None:
         """Close the turn: the answer (when there is one), `step/end`, `turn/end`, durably."""
+        await self.settled()
         events: list[msgspec.Struct] = []
         if message is not None and (message.content or usage is not None):
             events.append(

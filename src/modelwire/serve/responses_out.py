@@ -36,6 +36,9 @@ from .problems import failure_error
 __all__ = ["ResponsesStream", "responses_object", "responses_usage"]
 
 _ENCODE: Final = msgspec.json.Encoder().encode
+_TEXT_HEAD: Final = (
+    b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":'
+)
 
 
 def responses_usage(usage: TokenUsage | None) -> dict[str, object] | None:
@@ -173,11 +176,12 @@ class ResponsesStream:
         """The bytes of one chunk (empty when it has none on this wire)."""
         if isinstance(chunk, TextDelta):
             slot, out = self._open(chunk.index, TextBlock(""))
-            ids = {"item_id": self._item_id(slot), "output_index": slot, "content_index": 0}
-            if chunk.text:
-                out += self._event(
-                    "response.output_text.delta", {**ids, "delta": chunk.text, "logprobs": []}
-                )
+            if chunk.text:  # the hot path: spliced into prebuilt bytes (no dict per chunk)
+                seq = str(self._seq).encode()
+                self._seq += 1
+                item = _ENCODE(self._item_id(slot)) + b',"output_index":' + str(slot).encode()
+                out += _TEXT_HEAD + item + b',"content_index":0,"delta":' + _ENCODE(chunk.text)
+                out += b',"logprobs":[],"sequence_number":' + seq + b"}\n\n"
             return out
         if isinstance(chunk, ReasoningDelta):
             slot, out = self._open(chunk.index, ReasoningBlock(""))

@@ -4,7 +4,8 @@ On the signal the process stops accepting connections (the listening socket clos
 answers 503 to a load balancer that still asks, running requests and streams get the grace
 period (`[gateway] grace_ms`, or `grace_ms=`) to finish, and whatever still runs after it is
 cancelled — its upstream call with it, its turn logged as aborted. A second signal skips the
-wait. The access log names method, path (never the query string: a misplaced key must not reach
+wait. The runtime is instrumented (`modelwire.telemetry`): with OpenTelemetry installed and
+configured, each upstream call is a span. The access log names method, path (never the query string: a misplaced key must not reach
 a log line), status and duration; it never logs headers.
 """
 
@@ -50,7 +51,7 @@ async def serve(
     """Serve the gateway on `host:port` until a signal (module docstring); returns 0."""
     from ..session.urls import redact_url
 
-    app = create_app(config, log)
+    app = create_app(config, log, telemetry=True)
     logging.getLogger("aiohttp.access").setLevel(logging.INFO)
     grace_s = (grace_ms if grace_ms is not None else _grace(app)) / 1000
     runner = web.AppRunner(

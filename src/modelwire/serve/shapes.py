@@ -9,7 +9,6 @@ in a reply is the model the client named.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol as TypingProtocol
@@ -18,6 +17,7 @@ from ..assembler import BlockAssembler
 from ..vocab import StreamChunk
 from .chat_in import parse_chat
 from .chat_out import ChatStream, chat_completion
+from .ids import next_id
 from .messages_in import parse_messages
 from .messages_out import MessagesStream, messages_message
 from .problems import Protocol
@@ -65,7 +65,7 @@ class Shape:
     def reply(self, request: GatewayRequest, route: str, target_model: str) -> Reply:
         """A fresh reply's facts."""
         return Reply(
-            self.id_prefix + uuid.uuid4().hex,
+            next_id(self.id_prefix),
             request.model,
             route,
             target_model,

@@ -90,7 +90,7 @@ class UpstreamCall:
     async def _try(self, target: FallbackTarget) -> LlmFailure | None:
         info = await self._infos(target)
         options = self._request.for_target(target.route, target.model, self._recorder.session_id)
-        await self._recorder.attempt_on(options, info)
+        self._recorder.defer(self._recorder.attempt_on(options, info))
         self.attempted = Attempted(target, options, info)
         stream = self._runtime.stream(options).__aiter__()
         buffered: list[StreamChunk] = []
@@ -105,6 +105,7 @@ class UpstreamCall:
                 if not isinstance(chunk, BlockStart):
                     break
         except StopAsyncIteration:
+            await self._recorder.settled()
             return LlmFailure("the stream ended without a finish", "MALFORMED_RESPONSE")
         except BaseException:
             await _close(stream)
