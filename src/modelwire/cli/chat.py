@@ -22,6 +22,7 @@ import msgspec
 from rich.text import Text
 
 from ..session import RequestHeader
+from .attach import attachment_blocks, prompt_with_attachments
 from .chatopts import combine_prompt, parse_options, read_stdin_prompt
 from .chatoutput import outcome_json, print_answer, report_outcome
 from .chatsession import ChatSession
@@ -53,6 +54,7 @@ class ChatRequest:
     options: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     mcp: tuple[str, ...] = ()
+    attach: tuple[str, ...] = ()
     stream: bool = True
     reasoning: bool = True
     as_json: bool = False
@@ -144,6 +146,9 @@ async def run_chat(request: ChatRequest) -> int:
     if interactive and request.as_json:
         fail("--json prints one answer: pass PROMPT or pipe the prompt on stdin")
     prompt = None if interactive else combine_prompt(request.prompt, read_stdin_prompt())
+    if request.attach and prompt is None:
+        fail("--attach sends files with one prompt: pass PROMPT or pipe the prompt on stdin")
+    attached = attachment_blocks(request.attach)
     options = parse_options(request.options)
     tools = resolve_tools(request.tools)
     config = load_config(request.config_path)
@@ -177,7 +182,7 @@ async def run_chat(request: ChatRequest) -> int:
                 from .interactive import run_interactive
 
                 return await run_interactive(chat, stream=request.stream)
-            outcome = await chat.send(prompt)
+            outcome = await chat.send(prompt_with_attachments(prompt, attached))
         finally:
             await chat.close()
     if request.as_json:
