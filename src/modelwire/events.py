@@ -13,6 +13,7 @@ from typing import ClassVar, Literal, TypeAlias
 import msgspec
 
 from .errors import ErrorCode, HarnessError
+from .events_batch import BatchCreated, BatchCreateStarted, BatchEnded, BatchPlanned, BatchUploaded
 from .events_fallback import LlmFallback
 from .events_ratelimit import LlmRateLimitWait
 from .events_retry import LlmRetry, LlmRetryStarted
@@ -375,5 +376,10 @@ for _name, _struct in (
     ("llm/fallback", LlmFallback),
     ("llm/rate-limit-wait", LlmRateLimitWait),
     ("output/correction", OutputCorrection),
+    ("batch/planned", BatchPlanned),
+    ("batch/uploaded", BatchUploaded),
+    ("batch/create-started", BatchCreateStarted),
+    ("batch/created", BatchCreated),
+    ("batch/ended", BatchEnded),
 ):
     register_event_type(_name, _struct)

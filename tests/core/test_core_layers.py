@@ -23,6 +23,7 @@ LAYERS = {
     "policy": 2,
     "never": 2,
     "events": 2,
+    "events_batch": 2,
     "events_fallback": 2,
     "events_ratelimit": 2,
     "events_retry": 2,
@@ -36,6 +37,7 @@ LAYERS = {
     "telemetry": 7,
     "workers": 7,
     "mcp": 7,
+    "batch": 7,
     "cli": 8,
     "ui": 8,
 }
