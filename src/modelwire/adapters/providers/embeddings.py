@@ -184,9 +184,9 @@ def _headers(
 def _vector(raw: RawVector, form: str | None) -> tuple[Vector, int]:
     """One vector in the caller's form, and its length."""
     if isinstance(raw, str):
-        if form == "base64":
-            size = len(base64.b64decode(raw)) // 4
-            return raw, size
+        if form == "base64":  # handed on as it came: its length is counted, never decoded
+            pad = 2 if raw.endswith("==") else 1 if raw.endswith("=") else 0
+            return raw, (len(raw) * 3 // 4 - pad) // 4
         values = array.array("f")
         values.frombytes(b64_floats(raw))
         return (values if form == "array" else values.tolist()), len(values)
