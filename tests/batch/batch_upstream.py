@@ -13,8 +13,9 @@ fixtures hold no batch traffic):
   "result": {"type": "succeeded", "message"}}``; ``POST .../cancel``).
 
 Each answer echoes the request's last user text (``echo: <text>``) with usage of 10 input and 2
-output tokens; `creates` counts batch creations, `hold_create` parks a create until released
-(a client killed meanwhile dies between "uploaded" and "created").
+output tokens; `creates` and `uploads` count, `hold_create` / `hold_upload` park the request's
+answer until released (a client killed meanwhile dies with the step done upstream but not
+logged).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class BatchUpstream:
         self.fail_request: int | None = None  # answer this request with a 400
         self.hold_create: asyncio.Event | None = None
         self.create_seen = asyncio.Event()
+        self.hold_upload: asyncio.Event | None = None
+        self.upload_seen = asyncio.Event()
         self.url = ""
         self._runner: web.AppRunner | None = None
 
@@ -74,8 +77,9 @@ class BatchUpstream:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self.hold_create is not None:
-            self.hold_create.set()
+        for hold in (self.hold_create, self.hold_upload):
+            if hold is not None:
+                hold.set()
         assert self._runner is not None
         await self._runner.cleanup()
 
@@ -96,6 +100,9 @@ class BatchUpstream:
             "purpose": "batch",
             "content": content,
         }
+        self.upload_seen.set()
+        if self.hold_upload is not None:
+            await self.hold_upload.wait()
         return web.json_response({k: v for k, v in self.files[file_id].items() if k != "content"})
 
     async def _list_files(self, request: web.Request) -> web.Response:

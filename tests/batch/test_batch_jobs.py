@@ -192,3 +192,16 @@ async def test_sigkill_during_the_create_is_recovered_without_a_duplicate(
     assert texts == ["echo: q0", "echo: q1", "echo: q2"]
     assert up.creates == 1
     assert up.uploads == (1 if route == "openai" else 0)
+
+
+async def test_sigkill_during_the_upload_adopts_the_file_and_creates_once(tmp_path: Path) -> None:
+    async with BatchUpstream() as up:
+        up.hold_upload = asyncio.Event()  # the file is stored, its answer never leaves
+        child = await _child(tmp_path, up.url, "batch-mid-upload")
+        await asyncio.wait_for(up.upload_seen.wait(), 60)
+        child.send_signal(signal.SIGKILL)
+        await child.wait()
+        up.hold_upload.set()
+        texts = await _continue(tmp_path, up.url, "batch-mid-upload")
+    assert texts == ["echo: q0", "echo: q1", "echo: q2"]
+    assert up.uploads == 1 and up.creates == 1

@@ -137,7 +137,7 @@ class BatchJob:
         )
         await log.append(planned.job_id, planned, barrier=True)
         job = cls(log, rt, planned)
-        await job._advance(calls)
+        await job._advance(calls, recovering=False)
         return job
 
     @classmethod
@@ -165,24 +165,26 @@ class BatchJob:
             elif isinstance(data, BatchEnded):
                 job.ended = data
         if job.batch_id is None:
-            await job._advance(_batches(rt, planned.provider))
+            await job._advance(_batches(rt, planned.provider), recovering=True)
         return job
 
-    async def _advance(self, calls: RouteBatches) -> None:
+    async def _advance(self, calls: RouteBatches, *, recovering: bool) -> None:
+        """Upload (OpenAI) and create, each step logged before the next; `recovering` first
+        asks the provider for an input file a dead process may have uploaded. The create is
+        looked up only when the log says one may have been sent (`batch/create-started`)."""
         planned = self.planned
         lines = calls.request_lines(planned.requests)
         if calls.api == "openai" and self.file_id is None:
-            file_id = await calls.find_file(planned.job_id) or await calls.upload(
-                planned.job_id, lines
-            )
+            found_file = await calls.find_file(planned.job_id) if recovering else None
+            file_id = found_file or await calls.upload(planned.job_id, lines)
             await self.log.append(planned.job_id, BatchUploaded(file_id=file_id), barrier=True)
             self.file_id = file_id
         if self.batch_id is not None:
             return
         found = None
-        if self.create_started is not None or calls.api == "openai":
-            since = self.create_started or planned.planned_ms
-            found = await calls.find_batch(planned.job_id, len(planned.requests), since)
+        if self.create_started is not None:
+            count = len(planned.requests)
+            found = await calls.find_batch(planned.job_id, count, self.create_started)
         if found is None:
             started = int(time.time() * 1000)
             await self.log.append(
