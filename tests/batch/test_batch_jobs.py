@@ -205,3 +205,30 @@ async def test_sigkill_during_the_upload_adopts_the_file_and_creates_once(tmp_pa
         texts = await _continue(tmp_path, up.url, "batch-mid-upload")
     assert texts == ["echo: q0", "echo: q1", "echo: q2"]
     assert up.uploads == 1 and up.creates == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(
+    not os.environ.get("MODELWIRE_TEST_POSTGRES_URL"),
+    reason="MODELWIRE_TEST_POSTGRES_URL is not set",
+)
+async def test_a_job_on_postgresql_is_continued_from_another_connection() -> None:
+    url = os.environ["MODELWIRE_TEST_POSTGRES_URL"]
+    async with BatchUpstream() as up:
+        log = await open_log(url)
+        try:
+            job = await BatchJob.submit(
+                runtime(up.url, "openai"), log, "openai", "gpt-4.1", requests("openai", "gpt-4.1")
+            )
+        finally:
+            await log.close()
+        other = await open_log(url)
+        try:
+            again = await BatchJob.open(other, job.job_id, runtime(up.url, "openai"))
+            await again.wait(poll_s=0)
+            texts = _texts(await again.results())  # type: ignore[arg-type]
+            await other.delete(job.job_id)
+        finally:
+            await other.close()
+    assert again.batch_id == job.batch_id and texts[0] == "echo: q0"
+    assert up.creates == 1
