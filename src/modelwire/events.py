@@ -1,9 +1,8 @@
 """The typed session events, the event-type registry and the payload codec.
 
 Every event's `data` is a frozen msgspec struct registered under its type name (`turn/start`,
-`assistant/chunk`, ...). Plugins add their own types with `register_event_type`. Payloads are
-stored as compact JSON (snake_case keys) and validated against the registered struct on the way
-in and on the way out; a mismatch is a `HarnessError` with code `INVALID_EVENT`.
+`assistant/chunk`, ...); plugins add types with `register_event_type`. Payloads are compact JSON
+(snake_case keys) validated against the registered struct both ways (`INVALID_EVENT`).
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import msgspec
 
 from .errors import ErrorCode, HarnessError
 from .events_approval import ToolDecision
+from .events_batch import BatchCreated, BatchCreateStarted, BatchEnded, BatchPlanned, BatchUploaded
 from .events_fallback import LlmFallback
 from .events_ratelimit import LlmRateLimitWait
 from .events_retry import LlmRetry, LlmRetryStarted
@@ -390,5 +390,10 @@ for _name, _struct in (
     ("llm/fallback", LlmFallback),
     ("llm/rate-limit-wait", LlmRateLimitWait),
     ("output/correction", OutputCorrection),
+    ("batch/planned", BatchPlanned),
+    ("batch/uploaded", BatchUploaded),
+    ("batch/create-started", BatchCreateStarted),
+    ("batch/created", BatchCreated),
+    ("batch/ended", BatchEnded),
 ):
     register_event_type(_name, _struct)

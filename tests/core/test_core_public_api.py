@@ -137,3 +137,22 @@ def test_approval_names() -> None:
     assert callable(send.needs_approval)
     assert callable(Agent.decide) and callable(Agent.resume_turn) and callable(Agent.pending)
     assert TurnResult.__dataclass_fields__["pending"].default == ()
+
+
+def test_third_build_embeddings_documents_and_batch_names() -> None:
+    """DESIGN §9: the embeddings, documents and batch names, constructed as written there."""
+    options = mw.EmbedOptions("openai", "text-embedding-3-small", inputs=["a", "b"])
+    assert options.inputs == ("a", "b") and options.dimensions is None
+    assert options.encoding_format is None and options.provider_options is None
+    result = mw.EmbedResult(
+        vectors=([0.5],), usage=mw.TokenUsage(1, 0), provider="p", model="m", dimensions=1
+    )
+    assert (result.vectors, result.usage) == (([0.5],), mw.TokenUsage(1, 0))
+    doc = mw.DocumentBlock("application/pdf", data=b"%PDF", url=None, name="r.pdf")
+    assert (doc.type, doc.name) == ("document", "r.pdf")
+    assert mw.AudioBlock("audio/wav", b"RIFF").type == "audio"
+    assert callable(mw.LlmRuntime().embed)
+    from modelwire.batch import BatchJob
+
+    for name in ("submit", "open", "status", "wait", "results", "cancel"):
+        assert callable(getattr(BatchJob, name)), name

@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from modelwire import (
+    AudioBlock,
+    DocumentBlock,
     GenerateOptions,
     ImageAttachmentRef,
     ImageBlock,
@@ -453,3 +455,22 @@ def test_a25_identical_inputs_give_byte_identical_bodies() -> None:
     opts = GenerateOptions(provider="p", model="m", messages=(user_message("x"),), temperature=0.5)
     cfg = resolve_deepseek_config(env={})
     assert build_body(opts, cfg) == build_body(opts, cfg)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [DocumentBlock("application/pdf", data=b"%PDF"), AudioBlock("audio/wav", b"RIFF")],
+    ids=["document", "audio"],
+)
+def test_documents_and_audio_are_rejected_never_dropped(block: Any) -> None:
+    """Issue 38: DeepSeek's chat API takes text only; a document or audio block (also inside a
+    tool result) is UNSUPPORTED_CONTENT, never flattened away."""
+    for message in (
+        msg("user", TextBlock("read this"), block),
+        msg("user", ToolResultBlock("c1", (block,))),
+    ):
+        with pytest.raises(LlmError) as info:
+            body([message])
+        assert info.value.code == "UNSUPPORTED_CONTENT"
+        assert "messages[0] (user)" in info.value.message
+        assert "document or audio" in info.value.message

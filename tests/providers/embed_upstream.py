@@ -7,8 +7,9 @@ shapes (the recorded fixtures hold no embeddings traffic):
   "usage": {"prompt_tokens", "total_tokens"}}``), which Azure OpenAI ("Embeddings - Create",
   ``/openai/deployments/{id}/embeddings?api-version=``), Mistral ("Embeddings", ``POST
   /v1/embeddings`` with ``output_dimension``) and the OpenAI-compatible servers share;
-- Gemini API reference, ``models.batchEmbedContents`` (``{"requests": [EmbedContentRequest]}``
-  → ``{"embeddings": [{"values"}]}``);
+- Gemini API reference, ``models.embedContent`` (``{"content", "outputDimensionality"}`` →
+  ``{"embedding": {"values"}}``) and ``models.batchEmbedContents`` (``{"requests":
+  [EmbedContentRequest]}`` → ``{"embeddings": [{"values"}]}``);
 - Amazon Bedrock user guide, "Amazon Titan Text Embeddings" (``{"inputText", "dimensions"}`` →
   ``{"embedding", "inputTextTokenCount"}``) and "Cohere Embed" (``{"texts", "input_type",
   "embedding_types"}`` → ``{"embeddings": {"float": [...]}, "response_type":
@@ -103,6 +104,8 @@ class Upstream:
         handler: Callable[[dict[str, Any]], web.Response]
         if path.endswith(":batchEmbedContents"):
             handler = self._gemini
+        elif path.endswith(":embedContent"):
+            handler = self._gemini_one
         elif path.endswith("/invoke"):
             handler = self._cohere if "texts" in body else self._titan
         else:
@@ -137,6 +140,12 @@ class Upstream:
             text = item["content"]["parts"][0]["text"]
             out.append({"values": vector_of(text, item.get("outputDimensionality") or DIMS)})
         return web.json_response({"embeddings": out})
+
+    def _gemini_one(self, body: dict[str, Any]) -> web.Response:
+        assert "model" not in body  # embedContent names the model in its path
+        text = body["content"]["parts"][0]["text"]
+        values = vector_of(text, body.get("outputDimensionality") or DIMS)
+        return web.json_response({"embedding": {"values": values}})
 
     def _titan(self, body: dict[str, Any]) -> web.Response:
         text = body["inputText"]

@@ -102,6 +102,16 @@ async def test_gemini_batch_embed_contents_in_request_order_without_usage() -> N
     assert result.usage is None and result.cost is None and result.dimensions == 768
 
 
+async def test_gemini_one_input_uses_embed_content() -> None:
+    async with Upstream() as up:
+        rt = _rt({"google": {"base_url": up.url + "/v1beta"}}, {"GEMINI_API_KEY": "g-key-1"})
+        result = await rt.embed(mw.EmbedOptions("google", "gemini-embedding-001", ["solo"]))
+    path, _, _, body = up.requests[0]
+    assert path == "/v1beta/models/gemini-embedding-001:embedContent"
+    assert body == {"content": {"parts": [{"text": "solo"}]}}
+    assert result.vectors == (vector_of("solo"),)
+
+
 async def test_bedrock_titan_one_input_per_signed_invoke_with_its_token_count() -> None:
     env = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": SECRET}
     texts = ["first", "second", "third"]

@@ -474,8 +474,9 @@ def test_mp_90_chat_template_kwargs_carried() -> None:
 
 
 def test_mp_110_unknown_modality_refused() -> None:
-    _refused(_acme(default_input=["audio"]), "default_input")
-    _refused(_acme(models=[{"id": "m", "input": ["audio"]}]), "input")
+    # audio and document became modalities in issue 38; video is still unknown
+    _refused(_acme(default_input=["video"]), "default_input")
+    _refused(_acme(models=[{"id": "m", "input": ["video"]}]), "input")
 
 
 def test_config_loads_from_toml_and_yaml(tmp_path: Path) -> None:

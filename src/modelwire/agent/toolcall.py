@@ -19,7 +19,9 @@ import msgspec
 
 from ..errors import ErrorCode, HarnessError
 from ..vocab import (
+    AudioBlock,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
     ReasoningBlock,
@@ -74,7 +76,10 @@ def _block(block: ContentBlock) -> ContentBlock:
             return msgspec.structs.replace(
                 block, tool_call_id=_text(block.tool_call_id), content=content
             )
-        case ImageBlock():
+        case DocumentBlock() if block.name is not None:
+            name = _text(block.name)
+            return block if name is block.name else msgspec.structs.replace(block, name=name)
+        case ImageBlock() | DocumentBlock() | AudioBlock():
             return block
         case _:
             typing.assert_never(block)

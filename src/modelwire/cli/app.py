@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from .cmd_batch import batch_app
 from .cmd_chat import register as register_chat
 from .cmd_embed import register as register_embed
 from .cmd_keys import config_app, keys_app, logs_app
@@ -120,6 +121,7 @@ app.add_typer(config_app, name="config")
 app.add_typer(queue_app, name="queue")
 app.add_typer(mcp_app, name="mcp")
 app.add_typer(serve_app, name="serve")
+app.add_typer(batch_app, name="batch")
 
 
 @app.command(

@@ -27,6 +27,7 @@ import msgspec
 from rich.text import Text
 
 from ..session import RequestHeader
+from .attach import attachment_blocks, prompt_with_attachments
 from .chatopts import combine_prompt, parse_options, read_stdin_prompt
 from .chatoutput import outcome_json, print_answer, report_outcome
 from .chatsession import AgentMaker, Approver, ChatSession
@@ -60,6 +61,7 @@ class ChatRequest:
     options: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
     mcp: tuple[str, ...] = ()
+    attach: tuple[str, ...] = ()
     stream: bool = True
     reasoning: bool = True
     as_json: bool = False
@@ -175,6 +177,9 @@ async def run_chat(request: ChatRequest) -> int:
         piped = read_stdin_prompt()
         if request.prompt is not None or not continuing or (piped or "").strip():
             prompt = combine_prompt(request.prompt, piped)  # else: settle a paused turn only
+    if request.attach and prompt is None:
+        fail("--attach sends files with one prompt: pass PROMPT or pipe the prompt on stdin")
+    attached = attachment_blocks(request.attach)
     options = parse_options(request.options)
     tools = resolve_tools(request.tools)
     config = load_config(request.config_path)
@@ -225,7 +230,7 @@ async def run_chat(request: ChatRequest) -> int:
                     from .interactive import run_interactive
 
                     return await run_interactive(chat, stream=request.stream)
-                outcome = await chat.send(prompt)
+                outcome = await chat.send(prompt_with_attachments(prompt, attached))
         finally:
             await chat.close()
     if request.as_json:

@@ -37,6 +37,7 @@ from ..session import (
     TurnPaused,
     TurnStart,
 )
+from ..vocab import ContentBlock
 from .chatopts import CallOptions
 from .errors import BAD_INPUT_CODES, EXIT_BAD_INPUT, EXIT_FAILURE, EXIT_INTERRUPTED
 
@@ -193,9 +194,10 @@ class ChatSession:
         if agent is not None:
             await agent.close()
 
-    async def send(self, text: str) -> TurnOutcome:
-        """Run one turn with `text`; Ctrl-C or a broken stdout cancels it (see the module doc)."""
-        self.last_prompt = text
+    async def send(self, text: str | list[ContentBlock]) -> TurnOutcome:
+        """Run one turn with `text` (or text and attached blocks); Ctrl-C or a broken stdout
+        cancels it (see the module doc)."""
+        self.last_prompt = text if isinstance(text, str) else None  # attachments: one-shot only
         return await self.settle(await self._run(lambda a: a.run_turn(self.session_id, text)))
 
     async def resume(self) -> TurnOutcome:

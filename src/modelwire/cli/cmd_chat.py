@@ -123,6 +123,15 @@ def chat(
             show_default=False,
         ),
     ] = None,
+    attach: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--attach",
+            metavar="FILE",
+            help="Send FILE with the prompt: a PDF, .txt/.md or audio file (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
     no_stream: Annotated[
         bool, typer.Option("--no-stream", help="Print the answer once it is complete.")
     ] = False,
@@ -156,6 +165,7 @@ def chat(
             options=tuple(option or ()),
             tools=tuple(tool or ()),
             mcp=tuple(mcp or ()),
+            attach=tuple(attach or ()),
             stream=not no_stream,
             reasoning=not no_reasoning,
             as_json=json_out,

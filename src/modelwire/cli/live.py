@@ -16,7 +16,9 @@ from rich.text import Text
 
 from ..session import LlmRetry
 from ..vocab import (
+    AudioBlock,
     ContentBlock,
+    DocumentBlock,
     GenerateOptions,
     ImageBlock,
     ReasoningBlock,
@@ -38,7 +40,16 @@ __all__ = ["LiveView"]
 
 def _is_block(value: object) -> TypeGuard[ContentBlock]:
     return isinstance(
-        value, (TextBlock, ReasoningBlock, ImageBlock, ToolCallBlock, ToolResultBlock)
+        value,
+        (
+            TextBlock,
+            ReasoningBlock,
+            ImageBlock,
+            DocumentBlock,
+            AudioBlock,
+            ToolCallBlock,
+            ToolResultBlock,
+        ),
     )
 
 

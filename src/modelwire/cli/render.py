@@ -45,9 +45,11 @@ from ..session.events import (
 )
 from ..vocab import (
     Aborted,
+    AudioBlock,
     BlockEnd,
     BlockStart,
     ContentBlock,
+    DocumentBlock,
     Error,
     Finish,
     ImageBlock,
@@ -66,6 +68,7 @@ from ..vocab import (
     ToolCalls,
     ToolResultBlock,
     UsageChunk,
+    media_label,
 )
 
 __all__ = [
@@ -182,6 +185,8 @@ def block_text(block: ContentBlock) -> str:
             return f"(tool error) {inner}" if is_error else inner
         case ImageBlock(attachment=ref):
             return f"[image {ref.media_type} {ref.width}x{ref.height}]"
+        case DocumentBlock() | AudioBlock():
+            return media_label(block)
         case _:
             assert_never(block)
 

@@ -16,7 +16,9 @@ import msgspec
 from ..never import assert_never
 from ..session.events import EpochHeader
 from ..vocab import (
+    AudioBlock,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
     ReasoningBlock,
@@ -59,6 +61,11 @@ def _block(block: ContentBlock) -> int:  # noqa: RET503 - the match is exhaustiv
             return estimate_blocks(block.content) + 4
         case ImageBlock():
             return 4 + _quarter(utf16_length(_ENCODER.encode(block).decode()))
+        case DocumentBlock(data=data, url=url):
+            # a PDF page of ~3 KB text is ~1,500-3,000 tokens at the providers: bytes / 8
+            return 4 + (len(data) // 8 if data is not None else _quarter(len(url or "")))
+        case AudioBlock(data=data):
+            return 4 + len(data) // 1000  # ~32 tokens a second of 16 kHz 16-bit audio
         case _:
             assert_never(block, "token estimator")
 

@@ -117,6 +117,13 @@ class LlmRuntime:
         """Serve `providers` with `adapter`; all-or-nothing (`INVALID_ADAPTER`, `DUPLICATE_ADAPTER`)."""
         return self._registry.register(providers, adapter, scope)
 
+    def route_adapter(self, provider: str) -> LlmAdapter:
+        """The adapter registered for route `provider` now (`NO_ADAPTER` otherwise)."""
+        route = self._registry.routes.get(provider)
+        if route is None:
+            raise _no_adapter(provider, self._registry.routes)
+        return route.adapter
+
     def list_providers(self) -> list[ProviderInfo]:
         """The registered routes' provider info, in registration order."""
         return [route.info for route in self._registry.routes.values()]

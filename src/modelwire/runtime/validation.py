@@ -27,7 +27,9 @@ from typing import Final
 import msgspec
 
 from ..vocab import (
+    AudioBlock,
     CallConfig,
+    DocumentBlock,
     GenerateOptions,
     ImageAttachmentRef,
     ImageBlock,
@@ -38,6 +40,7 @@ from ..vocab import (
     ToolResultBlock,
     ToolSchema,
 )
+from .media import media_problem
 
 __all__ = ["MAX_OUTPUT_TOKENS", "call_config_problem", "options_problem"]
 
@@ -49,7 +52,15 @@ _ROLES: Final = ("system", "user", "assistant")  # tuples: membership never hash
 _PURPOSES: Final = ("compaction", "session-title")
 _ENCODE: Final = msgspec.json.Encoder().encode
 _BLOCK_KINDS: Final[frozenset[type]] = frozenset(
-    {TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock, ImageBlock}
+    {
+        TextBlock,
+        ReasoningBlock,
+        ToolCallBlock,
+        ToolResultBlock,
+        ImageBlock,
+        DocumentBlock,
+        AudioBlock,
+    }
 )
 
 
@@ -153,6 +164,9 @@ def _blocks(content: object) -> tuple[str, str] | None:
             elif kind is ImageBlock:
                 if type(block.attachment) is not ImageAttachmentRef:
                     return f"{at}[{j}].attachment", "must be an image attachment reference"
+            elif kind is DocumentBlock or kind is AudioBlock:
+                if (found := media_problem(block)) is not None:
+                    return f"{at}[{j}].{found[0]}", found[1]
             else:
                 return f"{at}[{j}]", f"must be a content block, got {kind.__name__}"
     return None

@@ -1,20 +1,17 @@
 """The shared session log: PostgreSQL through psycopg 3 (async), for many workers and machines.
 
-Install with the `[postgres]` extra; psycopg is imported only when a `postgresql://` log is
-opened. Many processes may append to different sessions at once; appends to one session are
-serialised across processes by a transaction-scoped advisory lock keyed by the session id
-(`pg_advisory_xact_lock`), under which the next seq is read from the last row, so seqs never
-collide or skip; `PRIMARY KEY (session_id, seq)` is the last line of defence. A lock for a second
-session is only ever tried without waiting (otherwise the open batch commits first), so two
-processes can never deadlock. Appends are group-committed (`groupcommit.py`): batch commits use
-`synchronous_commit = off` (the connection's setting); `flush()` commits with `SET LOCAL
-synchronous_commit = on`, which also makes every earlier batch durable. A batch is written by
-one statement (rows and sessions, arrays as binary parameters). Error messages name host, port and database, never the password.
+Install with the `[postgres]` extra (psycopg is imported when a `postgresql://` log opens).
+Appends to one session are serialised across processes by a transaction-scoped advisory lock
+keyed by the session id (`pg_advisory_xact_lock`), under which the next seq is read from the last
+row, so seqs never collide or skip (`PRIMARY KEY (session_id, seq)` is the last defence). A lock
+for a second session is only tried without waiting (else the open batch commits first): no
+deadlock. Appends are group-committed (`groupcommit.py`): batches commit with `synchronous_commit
+= off`; `flush()` with `SET LOCAL synchronous_commit = on`, making every earlier batch durable.
+A batch is one statement. Error messages name host, port and database, never the password.
 
-Schema version 2 (the `schema_version` row of `modelwire_meta`) adds `event_count`: a row may
-hold a run of chunk events (`chunkrun.py`). Version-1 tables are migrated when a log is opened
-(one `ALTER TABLE ... ADD COLUMN` with a default, under the schema lock); older code refuses
-version 2 (`LOG_CORRUPT`).
+Schema version 2 (`modelwire_meta.schema_version`) adds `event_count`: a row may hold a run of
+chunk events (`chunkrun.py`). Version-1 tables are migrated on open (one `ALTER TABLE ... ADD
+COLUMN` with a default, under the schema lock); older code refuses version 2 (`LOG_CORRUPT`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ from collections.abc import Iterable
 
 from ..never import assert_never
 from ..vocab import (
+    AudioBlock,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     LlmFailure,
     ReasoningBlock,
@@ -18,6 +20,7 @@ from ..vocab import (
     TokenUsage,
     ToolCallBlock,
     ToolResultBlock,
+    media_label,
 )
 from .payloads import BlockView, FailureView, UsageView
 
@@ -65,6 +68,8 @@ def nested_text(blocks: Iterable[ContentBlock]) -> str:
             parts.append(f"{block.name}({block.arguments})")
         elif isinstance(block, ImageBlock):
             parts.append(_image_label(block))
+        elif isinstance(block, (DocumentBlock, AudioBlock)):
+            parts.append(media_label(block))
         else:
             parts.append(block.text)
     return "\n".join(parts)
@@ -98,6 +103,8 @@ def block_views(blocks: Iterable[ContentBlock]) -> tuple[BlockView, ...]:
                 )
             case ImageBlock():
                 out.append(BlockView(type="image", text=_image_label(block)))
+            case DocumentBlock() | AudioBlock():
+                out.append(BlockView(type=block.type, text=media_label(block)))
             case _:
                 assert_never(block)
     return tuple(out)

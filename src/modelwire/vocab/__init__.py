@@ -1,14 +1,19 @@
 """The immutable vocabulary: content blocks, messages, chunks, finish reasons, usage, options."""
 
 from .blocks import (
+    AUDIO_MEDIA_TYPES,
     BLOCK_TYPES,
+    DOCUMENT_MEDIA_TYPES,
+    AudioBlock,
     ContentBlock,
+    DocumentBlock,
     ImageAttachmentRef,
     ImageBlock,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    media_label,
 )
 from .chunks import (
     Aborted,
@@ -50,6 +55,7 @@ from .messages import (
     assistant_message,
     freeze_message,
     message_has_image,
+    message_has_media,
     system_message,
     tool_result_message,
     user_message,
@@ -85,10 +91,13 @@ from .pricing import ModelPricing, PriceTier, call_cost
 from .usage import LlmFailure, TokenUsage
 
 __all__ = [
+    "AUDIO_MEDIA_TYPES",
     "BLOCK_TYPES",
+    "DOCUMENT_MEDIA_TYPES",
     "ENCODING_FORMATS",
     "Aborted",
     "AdapterDefaults",
+    "AudioBlock",
     "BlockEnd",
     "BlockStart",
     "CallConfig",
@@ -96,6 +105,7 @@ __all__ = [
     "ConfigurableProvider",
     "ContentBlock",
     "DiscoveredModel",
+    "DocumentBlock",
     "EmbedLimits",
     "EmbedOptions",
     "EmbedResult",
@@ -161,7 +171,9 @@ __all__ = [
     "freeze_json",
     "freeze_message",
     "is_token_delta",
+    "media_label",
     "message_has_image",
+    "message_has_media",
     "new_message_id",
     "system_message",
     "thaw_json",

@@ -7,8 +7,12 @@ from typing import ClassVar, Literal, TypeAlias
 import msgspec
 
 __all__ = [
+    "AUDIO_MEDIA_TYPES",
     "BLOCK_TYPES",
+    "DOCUMENT_MEDIA_TYPES",
+    "AudioBlock",
     "ContentBlock",
+    "DocumentBlock",
     "ImageAttachmentRef",
     "ImageBlock",
     "MediaType",
@@ -16,6 +20,7 @@ __all__ = [
     "TextBlock",
     "ToolCallBlock",
     "ToolResultBlock",
+    "media_label",
 ]
 
 MediaType: TypeAlias = Literal["image/png", "image/jpeg", "image/webp", "image/gif"]
@@ -54,6 +59,37 @@ class ImageBlock(msgspec.Struct, frozen=True, tag="image", tag_field="type"):
     type: ClassVar[str] = "image"
 
 
+DOCUMENT_MEDIA_TYPES: frozenset[str] = frozenset({"application/pdf", "text/plain"})
+"""The document media types a `DocumentBlock` may have."""
+AUDIO_MEDIA_TYPES: frozenset[str] = frozenset(
+    {"audio/wav", "audio/x-wav", "audio/mpeg", "audio/mp3", "audio/flac", "audio/ogg", "audio/aac"}
+)
+"""The audio media types an `AudioBlock` may have (which a protocol takes: its adapter says)."""
+
+
+class DocumentBlock(
+    msgspec.Struct, frozen=True, tag="document", tag_field="type", omit_defaults=True
+):
+    """A document in a user message: a PDF or plain text, as its bytes (`data`) or by `url`
+    (exactly one of them); `name` is the file name a provider shows (OpenAI's ``filename``).
+    The session log keeps the bytes (base64 in JSON), so a resumed or replayed turn re-sends
+    them exactly."""
+
+    media_type: str
+    data: bytes | None = None
+    url: str | None = None
+    name: str | None = None
+    type: ClassVar[str] = "document"
+
+
+class AudioBlock(msgspec.Struct, frozen=True, tag="audio", tag_field="type"):
+    """Audio in a user message, as its bytes (``audio/wav``, ``audio/mpeg``, ...)."""
+
+    media_type: str
+    data: bytes
+    type: ClassVar[str] = "audio"
+
+
 class ToolCallBlock(msgspec.Struct, frozen=True, tag="tool-call", tag_field="type", gc=False):
     """A tool call; `arguments` is the raw JSON text the model produced, never parsed."""
 
@@ -78,8 +114,27 @@ class ToolResultBlock(
             msgspec.structs.force_setattr(self, "content", tuple(self.content))
 
 
-ContentBlock: TypeAlias = TextBlock | ReasoningBlock | ImageBlock | ToolCallBlock | ToolResultBlock
+ContentBlock: TypeAlias = (
+    TextBlock
+    | ReasoningBlock
+    | ImageBlock
+    | DocumentBlock
+    | AudioBlock
+    | ToolCallBlock
+    | ToolResultBlock
+)
 """Any content block, discriminated by its `type` tag."""
 
-BLOCK_TYPES: frozenset[str] = frozenset({"text", "reasoning", "image", "tool-call", "tool-result"})
+BLOCK_TYPES: frozenset[str] = frozenset(
+    {"text", "reasoning", "image", "document", "audio", "tool-call", "tool-result"}
+)
 """The known content-block tags."""
+
+
+def media_label(block: DocumentBlock | AudioBlock) -> str:
+    """A short label for a document or audio block (name or URL, media type, byte count)."""
+    if isinstance(block, AudioBlock):
+        return f"[audio: {block.media_type}, {len(block.data)} bytes]"
+    where = block.name or block.url
+    size = f", {len(block.data)} bytes" if block.data is not None else ""
+    return f"[document{' ' + where if where else ''}: {block.media_type}{size}]"

@@ -7,7 +7,14 @@ from typing import ClassVar, Literal, TypeAlias
 
 import msgspec
 
-from .blocks import ContentBlock, ImageBlock, TextBlock, ToolResultBlock
+from .blocks import (
+    AudioBlock,
+    ContentBlock,
+    DocumentBlock,
+    ImageBlock,
+    TextBlock,
+    ToolResultBlock,
+)
 from .chunks import ReplayEnvelope
 from .ids import new_message_id
 
@@ -24,6 +31,7 @@ __all__ = [
     "assistant_message",
     "freeze_message",
     "message_has_image",
+    "message_has_media",
     "system_message",
     "tool_result_message",
     "user_message",
@@ -126,6 +134,18 @@ def tool_result_message(
 def freeze_message(message: Message) -> Message:
     """Import a message that already has an id; returns a detached copy with the same id."""
     return msgspec.structs.replace(message, content=tuple(message.content))
+
+
+def message_has_media(content: Sequence[ContentBlock]) -> bool:
+    """True when any block, or any block nested in a tool result, is a document or audio."""
+    stack: list[ContentBlock] = list(content)
+    while stack:
+        block = stack.pop()
+        if isinstance(block, (DocumentBlock, AudioBlock)):
+            return True
+        if isinstance(block, ToolResultBlock):
+            stack.extend(block.content)
+    return False
 
 
 def message_has_image(content: Sequence[ContentBlock]) -> bool:

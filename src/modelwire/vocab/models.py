@@ -23,7 +23,7 @@ __all__ = [
     "StructuredOutputSupport",
 ]
 
-ModelModality: TypeAlias = Literal["text", "image"]
+ModelModality: TypeAlias = Literal["text", "image", "document", "audio"]
 """An input modality a model accepts."""
 
 StructuredOutputSupport: TypeAlias = Literal["native-strict", "native-json", "emulated"]

@@ -23,6 +23,7 @@ from ...vocab import (
     ToolChoice,
     ToolResultBlock,
     message_has_image,
+    message_has_media,
 )
 from ..shape import merge_provider_options, refuse_free_text_tools, schema_instruction
 from .models import EFFORTS, DeepSeekConfig, ReasoningPassback
@@ -175,6 +176,12 @@ def serialize_messages(
     for index, message in enumerate(options.messages):
         if message_has_image(message.content):
             raise _image_error(index, message.role)
+        if message_has_media(message.content):
+            raise LlmError(
+                f"DeepSeek adapter: messages[{index}] ({message.role}) holds a document or "
+                "audio; DeepSeek's chat API takes text only.",
+                ErrorCode.UNSUPPORTED_CONTENT,
+            )
         role = message.role
         if role == "system":
             out.append(_Plain("system", _flatten(message.content)))

@@ -31,6 +31,7 @@ from ...wire.pump import StreamSource, pump_sse
 from ...wire.ratelimit import RateLimiter
 from ...wire.status import reclassify
 from ...wire.transport import Transport
+from .batches import RouteBatches, route_batches
 from .catalog import load_catalog
 from .config import ResolvedProfile, load_config_file, resolve_profiles
 from .credentials import missing_credential
@@ -333,6 +334,11 @@ class ProvidersAdapter(LlmAdapter):
     def embed_limits(self, options: EmbedOptions) -> EmbedLimits:
         """How many inputs one embeddings request of the route's family takes (`embeddings`)."""
         return embed_limits(self._snapshot, options)
+
+    def batches(self, provider: str) -> RouteBatches:
+        """The provider batch calls of route `provider` (`batches`; used by `modelwire.batch`)."""
+        env = os.environ if self._env is None else self._env
+        return route_batches(self._snapshot, provider, env, self._transport)
 
     async def embed(self, options: EmbedOptions) -> EmbedResult:
         """One embeddings request of the route (checks before I/O; `embeddings`)."""

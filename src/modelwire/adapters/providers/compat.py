@@ -15,6 +15,7 @@ __all__ = [
     "ENUM_SWITCHES",
     "LEVELS",
     "MODALITIES",
+    "MODALITIES_TEXT",
     "NO_SWITCHES",
     "PROTOCOLS",
     "SWITCH_PROTOCOLS",
@@ -66,8 +67,9 @@ PROTOCOLS: Final[tuple[str, ...]] = (
 LEVELS: Final[tuple[str, ...]] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 """Reasoning levels in escalation order."""
 
-MODALITIES: Final[frozenset[str]] = frozenset({"text", "image"})
+MODALITIES: Final[frozenset[str]] = frozenset({"text", "image", "document", "audio"})
 """Input modalities a model may accept."""
+MODALITIES_TEXT: Final = "text, image, document and/or audio"
 
 THINKING_FORMATS: Final[tuple[str, ...]] = get_args(ThinkingFormat)
 """The Chat Completions reasoning dialects, in order."""

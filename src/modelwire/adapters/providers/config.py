@@ -24,7 +24,7 @@ from ...vocab.redacted import hidden_headers, hidden_repr, hidden_rich_repr
 from ...wire.ratelimit import LIMIT_FIELDS, RouteLimits, route_limits
 from ...wire.settings import DEFAULT_SETTINGS, SETTING_FIELDS, TransportSettings, transport_settings
 from ...wire.urls import http_url_problem
-from .compat import LEVELS, MODALITIES, PROTOCOLS
+from .compat import LEVELS, MODALITIES, MODALITIES_TEXT, PROTOCOLS
 from .materialize import DEFAULT_MAX_TOKENS, ModelDescriptor, materialize_models
 from .protocols.request import CacheRetention
 
@@ -227,7 +227,7 @@ def _resolve_one(route: str, raw: object) -> ResolvedProfile:
     if not isinstance(default_input, (list, tuple)) or any(
         m not in MODALITIES for m in default_input
     ):
-        raise _fail(route, f"providers.{route}.default_input must list text and/or image")
+        raise _fail(route, f"providers.{route}.default_input must list {MODALITIES_TEXT}")
     if not default_input:
         raise _fail(route, "defaultInput must name at least one modality (default_input)")
     api = raw.get("api")

@@ -16,7 +16,9 @@ import msgspec
 
 from ...errors import ErrorCode, LlmError
 from ...vocab import (
+    AudioBlock,
     ContentBlock,
+    DocumentBlock,
     ImageBlock,
     Message,
     ModelSource,
@@ -31,9 +33,12 @@ from ...vocab.json import MAX_JSON_DEPTH, json_nesting_exceeds
 __all__ = [
     "FOREIGN_API",
     "NAssistant",
+    "NAudio",
     "NContext",
+    "NDocument",
     "NImage",
     "NMessage",
+    "NPart",
     "NText",
     "NThinking",
     "NToolCall",
@@ -90,10 +95,32 @@ class NImage(msgspec.Struct, frozen=True):
     data: str
 
 
-class NUser(msgspec.Struct, frozen=True):
-    """A user message: one string, or parts of text and images."""
+class NDocument(msgspec.Struct, frozen=True):
+    """A document: base64 `data` or a `url` (exactly one), its media type and file name."""
 
-    content: str | tuple[NText | NImage, ...]
+    mime: str
+    data: str | None = None
+    url: str | None = None
+    name: str | None = None
+    size: int = 0
+    """The document's byte length (0 for a URL)."""
+
+
+class NAudio(msgspec.Struct, frozen=True):
+    """Audio as base64 data with its media type."""
+
+    mime: str
+    data: str
+
+
+NPart: TypeAlias = NText | NImage | NDocument | NAudio
+"""One part of a user message."""
+
+
+class NUser(msgspec.Struct, frozen=True):
+    """A user message: one string, or parts of text, images, documents and audio."""
+
+    content: str | tuple[NPart, ...]
 
 
 class NAssistant(msgspec.Struct, frozen=True, kw_only=True):
@@ -207,10 +234,19 @@ def foreign_assistant(message: Message, types: Mapping[str, str] | None = None) 
     )
 
 
+def _media(block: DocumentBlock | AudioBlock) -> NDocument | NAudio:
+    if isinstance(block, AudioBlock):
+        return NAudio(block.media_type, base64.b64encode(block.data).decode("ascii"))
+    data = block.data
+    encoded = None if data is None else base64.b64encode(data).decode("ascii")
+    size = 0 if data is None else len(data)
+    return NDocument(block.media_type, encoded, block.url, block.name, size)
+
+
 def _flatten(
     blocks: Sequence[ContentBlock],
     read: ImageReader | None,
-    out: list[NText | NImage],
+    out: list[NPart],
     drop_empty: bool,
 ) -> None:
     for block in blocks:
@@ -225,6 +261,8 @@ def _flatten(
                 )
             data = base64.b64encode(read(block)).decode("ascii")
             out.append(NImage(block.attachment.media_type, data))
+        elif isinstance(block, (DocumentBlock, AudioBlock)):
+            out.append(_media(block))
         elif isinstance(block, ToolResultBlock):
             _flatten(block.content, read, out, drop_empty)
 
@@ -259,12 +297,17 @@ def to_context(
                     names[part.id] = part.name
             out.append(assistant)
             continue
-        parts: list[NText | NImage] = []
+        parts: list[NPart] = []
         results: list[NToolResult] = []
         for block in message.content:
             if isinstance(block, ToolResultBlock):
-                content: list[NText | NImage] = []
+                content: list[NPart] = []
                 _flatten(block.content, read_image, content, True)
+                if any(isinstance(p, (NDocument, NAudio)) for p in content):
+                    raise LlmError(
+                        "documents and audio are sent from user content, not from tool results",
+                        ErrorCode.UNSUPPORTED_CONTENT,
+                    )
                 text = "".join(p.text for p in content if isinstance(p, NText))
                 images = [p for p in content if isinstance(p, NImage)]
                 merged: list[NText | NImage] = (

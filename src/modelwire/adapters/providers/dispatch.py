@@ -27,6 +27,7 @@ from ..shape import refuse_free_text_tools
 from .config import ResolvedProfile
 from .context import to_context
 from .credentials import auth_headers, resolve_route_key
+from .documents import check_media
 from .google_auth import credentials_project
 from .images import ImageLoader, prepare_images
 from .limited import limited_reads, request_tokens
@@ -272,6 +273,7 @@ async def open_call(
     key = None if profile.auth == "none" else resolve_route_key(profile, env)
     auth = auth_headers(profile, spec, key)
     model = resolve_endpoint(profile, model, env)
+    check_media(options.messages, model)
     messages, reader = await prepare_images(
         options.messages,
         model=model,

@@ -7,7 +7,7 @@ Which family a route speaks follows its models' chat protocol: ``openai-completi
 server), ``azure-openai-*`` → ``openai`` at Azure's URL (v1 ``{resource}/openai/v1/embeddings``;
 a dated ``api_version`` ``{resource}/openai/deployments/{model}/embeddings?api-version=``),
 ``mistral-conversations`` → ``mistral``, ``google-generative-ai`` → ``gemini``
-(``{base_url}/models/{model}:batchEmbedContents``), ``bedrock-converse-stream`` → ``titan`` or
+(``{base_url}/models/{model}:embedContent``, ``:batchEmbedContents`` for more than one), ``bedrock-converse-stream`` → ``titan`` or
 ``cohere`` by model id (``{base_url}/model/{id}/invoke``, signed as chat calls are). Anthropic
 has no embeddings API: ``UNSUPPORTED_OPTION``.
 
@@ -139,7 +139,7 @@ def _dimensions(target: _Target, options: EmbedOptions) -> int | None:
     return size
 
 
-def _url(target: _Target, base: str, model: str) -> str:
+def _url(target: _Target, base: str, model: str, count: int) -> str:
     carrier = target.carrier
     match target.family:
         case "openai" if carrier.api.startswith("azure-"):
@@ -160,7 +160,8 @@ def _url(target: _Target, base: str, model: str) -> str:
             return trimmed + ("/embeddings" if trimmed.endswith("/v1") else "/v1/embeddings")
         case "gemini":
             resource = model if model.startswith("models/") else f"models/{model}"
-            return join_url(base, f"/{resource}:batchEmbedContents")
+            method = "embedContent" if count == 1 else "batchEmbedContents"
+            return join_url(base, f"/{resource}:{method}")
         case "titan" | "cohere":
             return join_url(base, f"/model/{quote(model, safe='')}/invoke")
 
@@ -183,9 +184,9 @@ def _headers(
 def _vector(raw: RawVector, form: str | None) -> tuple[Vector, int]:
     """One vector in the caller's form, and its length."""
     if isinstance(raw, str):
-        if form == "base64":
-            size = len(base64.b64decode(raw)) // 4
-            return raw, size
+        if form == "base64":  # handed on as it came: its length is counted, never decoded
+            pad = 2 if raw.endswith("==") else 1 if raw.endswith("=") else 0
+            return raw, (len(raw) * 3 // 4 - pad) // 4
         values = array.array("f")
         values.frombytes(b64_floats(raw))
         return (values if form == "array" else values.tolist()), len(values)
@@ -216,7 +217,7 @@ async def embed_request(
     key = None if profile.auth == "none" else resolve_route_key(profile, env)
     auth = auth_headers(profile, spec, key)
     carrier = resolve_endpoint(profile, target.carrier, env)
-    url = _url(target, carrier.base_url, options.model)
+    url = _url(target, carrier.base_url, options.model, len(options.inputs))
     body = encode_body(
         family,
         options.model,

@@ -7,9 +7,10 @@
   ``encoding_format: "base64"`` the little-endian float32 bytes in base64.
 - ``mistral`` — Mistral "Embeddings" (``POST /v1/embeddings``): the same shape, with
   ``output_dimension`` for the size.
-- ``gemini`` — Gemini API ``models.batchEmbedContents``: ``{"requests": [{"model":
-  "models/<id>", "content": {"parts": [{"text"}]}, "outputDimensionality"?}]}`` →
-  ``{"embeddings": [{"values": [...]}]}`` in request order (no token counts).
+- ``gemini`` — Gemini API ``models.embedContent`` for one input (``{"content": {"parts":
+  [{"text"}]}, "outputDimensionality"?}`` → ``{"embedding": {"values": [...]}}``) and
+  ``models.batchEmbedContents`` for more (``{"requests": [{"model": "models/<id>", "content",
+  ...}]}`` → ``{"embeddings": [{"values"}]}`` in request order); no token counts.
 - ``titan`` — Bedrock InvokeModel with Amazon Titan Text Embeddings: ``{"inputText",
   "dimensions"?, "normalize"?}`` → ``{"embedding": [...], "inputTextTokenCount"}``.
 - ``cohere`` — Bedrock InvokeModel with Cohere Embed: ``{"texts": [...], "input_type",
@@ -74,7 +75,7 @@ class _Content(msgspec.Struct):
 
 
 class _GeminiRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
-    model: str
+    model: str | UnsetType = UNSET  # in the path for embedContent, in each request of a batch
     content: _Content
     outputDimensionality: int | UnsetType = UNSET
 
@@ -124,11 +125,12 @@ def encode_body(
         case "gemini":
             resource = model if model.startswith("models/") else f"models/{model}"
             fields = _GeminiRequest.__struct_fields__
+            one = len(inputs) == 1  # embedContent: the request alone, its model in the path
             items = [
                 merge_provider_options(
                     _ENCODE.encode(
                         _GeminiRequest(
-                            model=resource,
+                            model=UNSET if one else resource,
                             content=_Content((_Part(text),)),
                             outputDimensionality=size,
                         )
@@ -139,7 +141,7 @@ def encode_body(
                 )
                 for text in inputs
             ]
-            return b'{"requests":[' + b",".join(items) + b"]}"
+            return items[0] if one else b'{"requests":[' + b",".join(items) + b"]}"
         case _:  # pragma: no cover - Family is closed
             raise AssertionError(family)
     return merge_provider_options(
@@ -167,7 +169,8 @@ class _Values(msgspec.Struct):
 
 
 class _GeminiAnswer(msgspec.Struct):
-    embeddings: list[_Values]
+    embeddings: list[_Values] | None = None  # batchEmbedContents
+    embedding: _Values | None = None  # embedContent
 
 
 class _TitanAnswer(msgspec.Struct):
@@ -241,13 +244,14 @@ def decode_answer(
         case _OpenAIAnswer():
             return _openai(answer, count, route, model)
         case _GeminiAnswer():
-            vectors: list[RawVector] = [e.values for e in answer.embeddings]
+            found = answer.embeddings or ([answer.embedding] if answer.embedding else [])
+            vectors: list[RawVector] = [e.values for e in found]
             tokens = None
         case _TitanAnswer():
             vectors, tokens = [answer.embedding], answer.inputTextTokenCount
         case _CohereAnswer():
-            found = answer.embeddings
-            vectors = list(found.floats if isinstance(found, _CohereTyped) else found)
+            typed = answer.embeddings
+            vectors = list(typed.floats if isinstance(typed, _CohereTyped) else typed)
             raw = headers.get("X-Amzn-Bedrock-Input-Token-Count", "")
             tokens = int(raw) if raw.strip().isdigit() else None
         case _:  # pragma: no cover - the decoders are closed

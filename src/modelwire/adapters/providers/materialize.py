@@ -20,6 +20,7 @@ from .catalog import CatalogModel, CatalogProvider, load_catalog
 from .compat import (
     LEVELS,
     MODALITIES,
+    MODALITIES_TEXT,
     NO_SWITCHES,
     SWITCH_PROTOCOLS,
     WITHHELD_SWITCHES,
@@ -319,7 +320,7 @@ def materialize_models(
             not isinstance(modalities, (list, tuple))
             or any(m not in MODALITIES for m in modalities)
         ):
-            raise _fail(route, f"{site}.input must list text and/or image")
+            raise _fail(route, f"{site}.input must list {MODALITIES_TEXT}")
         reasoning, level_map = _efforts(
             route, f"{site}.reasoning_efforts", entry.get("reasoning_efforts", _ABSENT), cat
         )

@@ -71,6 +71,26 @@ class Image(msgspec.Struct, frozen=True, tag_field="type", tag="image"):
     cache_control: Cache | UnsetType = UNSET
 
 
+class DocumentBase64(msgspec.Struct, frozen=True, tag_field="type", tag="base64"):
+    media_type: str
+    data: str
+
+
+class DocumentText(msgspec.Struct, frozen=True, tag_field="type", tag="text"):
+    media_type: str
+    data: str
+
+
+class DocumentUrl(msgspec.Struct, frozen=True, tag_field="type", tag="url"):
+    url: str
+
+
+class Document(msgspec.Struct, frozen=True, tag_field="type", tag="document"):
+    source: DocumentBase64 | DocumentText | DocumentUrl
+    title: str | UnsetType = UNSET
+    cache_control: Cache | UnsetType = UNSET
+
+
 class ToolResult(msgspec.Struct, frozen=True, tag_field="type", tag="tool_result"):
     tool_use_id: str
     content: str | list[Text | Image]
@@ -78,7 +98,7 @@ class ToolResult(msgspec.Struct, frozen=True, tag_field="type", tag="tool_result
     cache_control: Cache | UnsetType = UNSET
 
 
-UserBlock: TypeAlias = Text | Image | ToolResult
+UserBlock: TypeAlias = Text | Image | Document | ToolResult
 
 
 class RedactedThinking(msgspec.Struct, frozen=True, tag_field="type", tag="redacted_thinking"):

@@ -6,6 +6,7 @@ fields are omitted.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from typing import Final
 
@@ -14,7 +15,18 @@ from msgspec import UNSET
 
 from ....errors import ErrorCode, LlmError
 from ..compat import overlay
-from ..context import NAssistant, NContext, NImage, NText, NThinking, NToolCall, NToolResult, NUser
+from ..context import (
+    NAssistant,
+    NContext,
+    NDocument,
+    NImage,
+    NPart,
+    NText,
+    NThinking,
+    NToolCall,
+    NToolResult,
+    NUser,
+)
 from ..materialize import ModelDescriptor
 from .anthropic_body import (
     AnswerTool,
@@ -23,6 +35,10 @@ from .anthropic_body import (
     AssistantMessage,
     Body,
     Cache,
+    Document,
+    DocumentBase64,
+    DocumentText,
+    DocumentUrl,
     Image,
     ImageSource,
     Message,
@@ -55,14 +71,30 @@ def anthropic_compat(model: ModelDescriptor) -> AnthropicCompat:
     return overlay(_DEFAULTS, model.compat)
 
 
-def _parts(content: tuple[NText | NImage, ...]) -> list[Text | Image]:
-    out: list[Text | Image] = []
+def _document(part: NDocument) -> Document:
+    source: DocumentBase64 | DocumentText | DocumentUrl
+    if part.url is not None:
+        source = DocumentUrl(part.url)
+    elif part.mime == "text/plain":
+        source = DocumentText(
+            "text/plain", base64.b64decode(part.data or "").decode("utf-8", "replace")
+        )
+    else:
+        source = DocumentBase64(part.mime, part.data or "")
+    return Document(source, title=part.name if part.name is not None else UNSET)
+
+
+def _parts(content: tuple[NPart, ...]) -> list[Text | Image | Document]:
+    """User parts (audio never reaches here: `documents.check_media` refused it)."""
+    out: list[Text | Image | Document] = []
     for p in content:
         if isinstance(p, NText):
             if p.text.strip():
                 out.append(Text(p.text))
-        else:
+        elif isinstance(p, NImage):
             out.append(Image(ImageSource(p.mime, p.data)))
+        elif isinstance(p, NDocument):
+            out.append(_document(p))
     return out
 
 
@@ -97,9 +129,10 @@ def _tool_result(message: NToolResult) -> ToolResult:
     images = [p for p in message.content if isinstance(p, NImage)]
     content: str | list[Text | Image]
     if images:
-        content = _parts(message.content)
+        parts = [p for p in _parts(message.content) if not isinstance(p, Document)]
         if not texts:
-            content.insert(0, Text("(see attached image)"))
+            parts.insert(0, Text("(see attached image)"))
+        content = parts
     else:
         content = "\n".join(texts)
     return ToolResult(message.tool_call_id, content, message.is_error)

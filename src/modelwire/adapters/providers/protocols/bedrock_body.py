@@ -93,6 +93,16 @@ class Image(msgspec.Struct, frozen=True):
     image: ImageData
 
 
+class DocumentData(msgspec.Struct, frozen=True):
+    format: str
+    name: str
+    source: ImageSource
+
+
+class Document(msgspec.Struct, frozen=True):
+    document: DocumentData
+
+
 class ToolUseBody(msgspec.Struct, frozen=True, rename="camel"):
     tool_use_id: str
     name: str
@@ -127,7 +137,7 @@ class ReasoningContent(msgspec.Struct, frozen=True, rename="camel"):
     reasoning_content: ReasoningBody
 
 
-UserBlock: TypeAlias = Text | Image | ToolResult | CachePointBlock
+UserBlock: TypeAlias = Text | Image | Document | ToolResult | CachePointBlock
 AssistantBlock: TypeAlias = Text | ToolUse | ReasoningContent
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Mapping
 from typing import Final
 from urllib.parse import quote
@@ -40,7 +41,9 @@ from ..aws_credentials import AMBIENT_ENV, authorize, aws_ambient_ready
 from ..context import (
     NAssistant,
     NContext,
+    NDocument,
     NImage,
+    NPart,
     NText,
     NToolCall,
     NToolResult,
@@ -54,6 +57,8 @@ from .bedrock_body import (
     Body,
     CachePoint,
     CachePointBlock,
+    Document,
+    DocumentData,
     Empty,
     Image,
     ImageData,
@@ -132,15 +137,30 @@ def _image(part: NImage, route: str) -> Image:
     return Image(ImageData(fmt, ImageSource(part.data)))
 
 
-def _parts(content: tuple[NText | NImage, ...], route: str) -> list[UserBlock]:
+_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9 ()\[\]-]+")
+
+
+def _document(part: NDocument, index: int) -> Document:
+    """A ``document`` block: Bedrock names take letters, digits, single spaces, hyphens,
+    parentheses and brackets (anything else becomes a hyphen)."""
+    stem = (part.name or "").rsplit(".", 1)[0] if part.name else ""
+    name = " ".join(_NAME_CHARS.sub("-", stem).split())[:200] or f"document-{index}"
+    fmt = "txt" if part.mime == "text/plain" else "pdf"
+    return Document(DocumentData(fmt, name, ImageSource(part.data or "")))
+
+
+def _parts(content: tuple[NPart, ...], route: str) -> list[UserBlock]:
+    """User parts (a document by URL and audio never get here: `documents.check_media`)."""
     out: list[UserBlock] = []
     for part in content:
         if isinstance(part, NText):
             block = _text(part.text)
             if block is not None:
                 out.append(block)
-        else:
+        elif isinstance(part, NImage):
             out.append(_image(part, route))
+        elif isinstance(part, NDocument):
+            out.append(_document(part, len(out) + 1))
     return out or [Text(EMPTY_TEXT)]
 
 

@@ -57,7 +57,25 @@ class ImagePart(msgspec.Struct, frozen=True, tag_field="type", tag="image_url"):
     image_url: ImageUrl
 
 
-Part: TypeAlias = TextPart | ImagePart
+class FileData(msgspec.Struct, frozen=True):
+    filename: str
+    file_data: str
+
+
+class FilePart(msgspec.Struct, frozen=True, tag_field="type", tag="file"):
+    file: FileData
+
+
+class InputAudio(msgspec.Struct, frozen=True):
+    data: str
+    format: str
+
+
+class AudioPart(msgspec.Struct, frozen=True, tag_field="type", tag="input_audio"):
+    input_audio: InputAudio
+
+
+Part: TypeAlias = TextPart | ImagePart | FilePart | AudioPart
 
 
 class Message(msgspec.Struct, frozen=True):

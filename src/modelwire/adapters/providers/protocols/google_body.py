@@ -97,7 +97,22 @@ class FunctionResponsePart(msgspec.Struct, frozen=True):
     functionResponse: FunctionResponse
 
 
-Part: TypeAlias = TextPart | InlinePart | FunctionCallPart | FunctionResponsePart | msgspec.Raw
+class FileData(msgspec.Struct, frozen=True):
+    """A file by URI with its media type."""
+
+    mimeType: str
+    fileUri: str
+
+
+class FilePart(msgspec.Struct, frozen=True):
+    """A document by URL (``fileData``)."""
+
+    fileData: FileData
+
+
+Part: TypeAlias = (
+    TextPart | InlinePart | FilePart | FunctionCallPart | FunctionResponsePart | msgspec.Raw
+)
 """One part of a content (a part kept whole, e.g. code execution, is its raw JSON)."""
 
 

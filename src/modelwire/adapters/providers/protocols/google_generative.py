@@ -33,7 +33,9 @@ from ...shape import merge_provider_options
 from ..context import (
     NAssistant,
     NContext,
+    NDocument,
     NImage,
+    NPart,
     NText,
     NThinking,
     NToolCall,
@@ -46,6 +48,8 @@ from .google_body import (
     OWNED_FIELDS,
     Body,
     Content,
+    FileData,
+    FilePart,
     FunctionCall,
     FunctionCallingConfig,
     FunctionCallPart,
@@ -119,7 +123,7 @@ def _requires_call_id(model_id: str) -> bool:
     return _name(model_id).startswith(("claude-", "gpt-oss-"))
 
 
-def _user_parts(content: str | tuple[NText | NImage, ...]) -> list[Part]:
+def _user_parts(content: str | tuple[NPart, ...]) -> list[Part]:
     if isinstance(content, str):
         return [TextPart(text=strip_surrogates(content))] if content.strip() else []
     parts: list[Part] = []
@@ -127,8 +131,10 @@ def _user_parts(content: str | tuple[NText | NImage, ...]) -> list[Part]:
         if isinstance(item, NText):
             if item.text:
                 parts.append(TextPart(text=strip_surrogates(item.text)))
-        else:
-            parts.append(InlinePart(InlineData(item.mime, item.data)))
+        elif isinstance(item, NDocument) and item.url is not None:
+            parts.append(FilePart(FileData(item.mime, item.url)))
+        else:  # an image, a document's bytes, audio: inline data
+            parts.append(InlinePart(InlineData(item.mime, item.data or "")))
     return parts
 
 

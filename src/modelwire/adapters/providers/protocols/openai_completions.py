@@ -15,22 +15,38 @@ from msgspec import UNSET, UnsetType
 from ....never import assert_never
 from ....vocab import ToolChoice
 from ..compat import TemplateValue, TemplateVar, overlay
-from ..context import NAssistant, NContext, NImage, NText, NThinking, NToolCall, NToolResult, NUser
+from ..context import (
+    NAssistant,
+    NAudio,
+    NContext,
+    NDocument,
+    NImage,
+    NPart,
+    NText,
+    NThinking,
+    NToolCall,
+    NToolResult,
+    NUser,
+)
 from ..materialize import ModelDescriptor
 from .completions_body import (
     ATTACHED_IMAGES,
     Assistant,
+    AudioPart,
     Body,
     CustomCall,
     CustomInput,
     CustomSpec,
     CustomToolSpec,
+    FileData,
+    FilePart,
     Function,
     FunctionSpec,
     Grammar,
     GrammarFormat,
     ImagePart,
     ImageUrl,
+    InputAudio,
     JsonSchemaSpec,
     Message,
     NamedFunction,
@@ -162,13 +178,24 @@ def _template_kwargs(
     return out
 
 
-def _parts(content: tuple[NText | NImage, ...]) -> list[Part]:
-    return [
-        TextPart(p.text)
-        if isinstance(p, NText)
-        else ImagePart(ImageUrl(f"data:{p.mime};base64,{p.data}"))
-        for p in content
-    ]
+def _part(p: NPart) -> Part:  # noqa: RET503 - the match is exhaustive
+    """One user part (a document by URL or of text never gets here: `documents.check_media`)."""
+    match p:
+        case NText():
+            return TextPart(p.text)
+        case NImage():
+            return ImagePart(ImageUrl(f"data:{p.mime};base64,{p.data}"))
+        case NDocument():
+            name = p.name or "document.pdf"
+            return FilePart(FileData(name, f"data:{p.mime};base64,{p.data or ''}"))
+        case NAudio():
+            return AudioPart(InputAudio(p.data, "mp3" if "mp" in p.mime else "wav"))
+        case _:
+            assert_never(p)
+
+
+def _parts(content: tuple[NPart, ...]) -> list[Part]:
+    return [_part(p) for p in content]
 
 
 def _raw_json(text: str) -> msgspec.Raw:

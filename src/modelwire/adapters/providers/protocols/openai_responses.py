@@ -12,8 +12,20 @@ from typing import Final
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from ....errors import ErrorCode, LlmError
 from ..compat import overlay
-from ..context import NAssistant, NContext, NImage, NText, NThinking, NToolCall, NToolResult, NUser
+from ..context import (
+    NAssistant,
+    NContext,
+    NDocument,
+    NImage,
+    NPart,
+    NText,
+    NThinking,
+    NToolCall,
+    NToolResult,
+    NUser,
+)
 from ..materialize import ModelDescriptor
 from .request import BuiltRequest, Reasoning, RequestOptions, finish_body, join_url, safe_tool_id
 from .responses_body import (
@@ -28,6 +40,7 @@ from .responses_body import (
     FunctionCall,
     FunctionOutput,
     GrammarInput,
+    InputFile,
     InputImage,
     InputPart,
     InputText,
@@ -61,13 +74,22 @@ def responses_compat(model: ModelDescriptor) -> ResponsesCompat:
     return overlay(_DEFAULTS, model.compat)
 
 
-def _user_parts(content: tuple[NText | NImage, ...]) -> list[InputPart]:
-    return [
-        InputText(p.text)
-        if isinstance(p, NText)
-        else InputImage(image_url=f"data:{p.mime};base64,{p.data}")
-        for p in content
-    ]
+def _user_part(p: NPart) -> InputPart:
+    """One user part (audio never gets here: `documents.check_media` refused it)."""
+    if isinstance(p, NText):
+        return InputText(p.text)
+    if isinstance(p, NImage):
+        return InputImage(image_url=f"data:{p.mime};base64,{p.data}")
+    if isinstance(p, NDocument):
+        if p.url is not None:
+            return InputFile(file_url=p.url)
+        name = p.name or "document.pdf"
+        return InputFile(filename=name, file_data=f"data:{p.mime};base64,{p.data or ''}")
+    raise LlmError("openai-responses takes no audio input", ErrorCode.UNSUPPORTED_CONTENT)
+
+
+def _user_parts(content: tuple[NPart, ...]) -> list[InputPart]:
+    return [_user_part(p) for p in content]
 
 
 def _normalize(raw: str) -> str:

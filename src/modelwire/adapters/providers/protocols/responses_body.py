@@ -71,7 +71,20 @@ class InputImage(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", ta
     image_url: str
 
 
-InputPart: TypeAlias = InputText | InputImage
+class InputFile(
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    omit_defaults=True,
+    tag_field="type",
+    tag="input_file",
+):
+    filename: str | None = None
+    file_data: str | None = None
+    file_url: str | None = None
+
+
+InputPart: TypeAlias = InputText | InputImage | InputFile
 
 
 class Role(msgspec.Struct, frozen=True):
