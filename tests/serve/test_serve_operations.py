@@ -253,30 +253,37 @@ async def test_a_body_over_the_limit_is_413() -> None:
     assert big.value.status_code == 413 and "1000 bytes" in big.value.message
 
 
-async def test_an_instrumented_runtime_gives_a_span_per_upstream_call() -> None:
+async def test_telemetry_gives_a_server_span_per_request_parent_of_the_upstream_span() -> None:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from modelwire.agent.setup import open_runtime
-    from modelwire.telemetry import instrument
-
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
     async with MockServer([chat_text("ok")]) as up, MockServer([anthropic_text("x")]) as an:
-        settings = config(up.url, an.url)
-        from serve_helpers import UPSTREAM_KEYS
-
-        runtime = open_runtime(settings, env=UPSTREAM_KEYS)
-        instrument(runtime, tracer_provider=provider)
-        async with gateway(settings, runtime=runtime) as (_, url):
-            await _client(url).chat.completions.create(
+        async with gateway(config(up.url, an.url), telemetry=True, tracer_provider=provider) as (
+            _,
+            url,
+        ):
+            client = openai.AsyncOpenAI(
+                base_url=url + "/v1",
+                api_key=ADMIN,
+                max_retries=0,
+                default_headers={"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"},
+            )
+            await client.chat.completions.create(
                 model="oa:m", messages=[{"role": "user", "content": "hi"}]
             )
-    (span,) = exporter.get_finished_spans()
-    assert span.attributes is not None and span.attributes["gen_ai.request.model"] == "m"
-    assert ADMIN not in str(span.attributes)
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    server = spans["POST /v1/chat/completions"]
+    (upstream,) = [s for s in spans.values() if s is not server]
+    assert upstream.attributes is not None and upstream.attributes["gen_ai.request.model"] == "m"
+    assert upstream.parent is not None and upstream.parent.span_id == server.context.span_id
+    assert format(server.context.trace_id, "032x") == trace_id  # the client's trace
+    assert server.attributes is not None and server.attributes["http.response.status_code"] == 200
+    assert ADMIN not in str(server.attributes) + str(upstream.attributes)
 
 
 async def test_a_body_that_never_arrives_whole_is_408() -> None:

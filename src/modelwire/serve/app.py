@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from aiohttp import web
 
@@ -28,6 +28,10 @@ from .keystore import open_keys
 from .models import model_list
 from .problems import GatewayError, Protocol
 from .shapes import CHAT, MESSAGES, RESPONSES, Shape
+from .tracing import RequestSpans
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["ADMIN_KEY_ENV", "create_app"]
 
@@ -36,11 +40,22 @@ ADMIN_KEY_ENV: Final = "MODELWIRE_ADMIN_KEY"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def _endpoint(shape: Shape) -> Handler:
-    async def handle(request: web.Request) -> web.StreamResponse:
-        return await call_endpoint(request, shape)
+def _endpoint(shape: Shape, spans: RequestSpans | None) -> Handler:
+    if spans is None:
 
-    return handle
+        async def handle(request: web.Request) -> web.StreamResponse:
+            return await call_endpoint(request, shape)
+
+        return handle
+
+    async def traced(request: web.Request) -> web.StreamResponse:
+        with spans.span(request.method, shape.endpoint, request.headers) as span:
+            response = await call_endpoint(request, shape)
+            if span is not None:
+                span.set_attribute("http.response.status_code", response.status)
+            return response
+
+    return traced
 
 
 async def _embeddings(request: web.Request) -> web.StreamResponse:
@@ -88,6 +103,7 @@ def create_app(
     env: Mapping[str, str] | None = None,
     clock: Callable[[], int] | None = None,
     telemetry: bool = False,
+    tracer_provider: TracerProvider | None = None,
 ) -> web.Application:
     """The gateway app on `config`'s routes (a file path or a mapping with `[providers]`,
         `[default]`, `[deepseek]` and `[gateway]`) and the log `log` (a URL; keys, budgets and rate
@@ -95,8 +111,9 @@ def create_app(
         serves without keys). `runtime` replaces the one `open_runtime` builds from `config`;
         `admin_key` defaults to `$MODELWIRE_ADMIN_KEY`; `env` replaces the environment for route
         keys. `telemetry` instruments the runtime (`modelwire.telemetry.instrument`: one
-    OpenTelemetry span and the client metrics per upstream call, when OpenTelemetry is installed and
-    configured; nothing otherwise). `agents` is reserved for the agent endpoints and must be empty for now."""
+    OpenTelemetry client span and the client metrics per upstream call) and gives every model
+    request a server span (`tracing.py`), on `tracer_provider` (None: the global one), when
+    OpenTelemetry is installed; nothing otherwise. `agents` is reserved for the agent endpoints and must be empty for now."""
     if agents:
         raise HarnessError(
             "create_app: agents= (the /v1/agents endpoints) is not available yet",
@@ -106,10 +123,12 @@ def create_app(
 
     settings, gateway_config = split_settings(read_settings(config))
     rt = runtime if runtime is not None else open_runtime(settings, env=env)
+    spans = None
     if telemetry:
         from ..telemetry import instrument
 
-        instrument(rt)
+        instrument(rt, tracer_provider=tracer_provider)
+        spans = RequestSpans(tracer_provider)
     app = web.Application(client_max_size=gateway_config.max_body_bytes)
     app[GRACE_MS] = gateway_config.grace_ms
     admin = admin_key if admin_key is not None else os.environ.get(ADMIN_KEY_ENV) or None
@@ -142,7 +161,7 @@ def create_app(
     app.on_startup.append(start)
     app.on_cleanup.append(stop)
     for shape in (CHAT, RESPONSES, MESSAGES):
-        app.router.add_post(shape.endpoint, _endpoint(shape))
+        app.router.add_post(shape.endpoint, _endpoint(shape, spans))
     app.router.add_post("/v1/embeddings", _embeddings)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/healthz", _healthz)
