@@ -191,7 +191,7 @@ class BatchJob:
                 planned.job_id, BatchCreateStarted(started_ms=started), barrier=True
             )
             self.create_started = started
-            found = await calls.create(planned.job_id, self.file_id, lines)
+            found = await calls.create(planned.job_id, self.file_id, lines, planned.model)
         await self.log.append(planned.job_id, BatchCreated(batch_id=found), barrier=True)
         self.batch_id = found
 
