@@ -18,7 +18,8 @@ __all__ = ["BatchCreateStarted", "BatchCreated", "BatchEnded", "BatchPlanned", "
 
 
 class BatchPlanned(msgspec.Struct, frozen=True, kw_only=True):
-    """A job: its route and model, the provider's batch API (``openai`` or ``anthropic``), when
+    """A job: its route and model, the provider's batch API (``openai``, ``anthropic`` or
+    ``gemini``), when
     it was planned (epoch ms) and the requests in order."""
 
     job_id: str

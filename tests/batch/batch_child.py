@@ -14,12 +14,16 @@ from modelwire.adapters.providers import ProvidersAdapter
 from modelwire.batch import BatchJob
 from modelwire.session import open_log
 
-ENV = {"OPENAI_API_KEY": "sk-batch-test-1", "ANTHROPIC_API_KEY": "sk-ant-batch-1"}
+ENV = {
+    "OPENAI_API_KEY": "sk-batch-test-1",
+    "ANTHROPIC_API_KEY": "sk-ant-batch-1",
+    "GEMINI_API_KEY": "g-batch-1",
+}
 
 
 def runtime(base_url: str, route: str) -> mw.LlmRuntime:
     rt = mw.LlmRuntime()
-    url = base_url + "/v1" if route == "openai" else base_url
+    url = {"openai": base_url + "/v1", "google": base_url + "/v1beta"}.get(route, base_url)
     ProvidersAdapter.from_config({"providers": {route: {"base_url": url}}}, env=ENV).register(rt)
     return rt
 

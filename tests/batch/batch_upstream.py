@@ -7,6 +7,11 @@ fixtures hold no batch traffic):
   ``/v1/batches/{id}`` with ``status`` validating → in_progress → completed and
   ``output_file_id``; ``POST /v1/batches/{id}/cancel``); output lines ``{"id", "custom_id",
   "response": {"status_code", "request_id", "body": <chat completion>}, "error": null}``;
+- Gemini API "Batch API" (``POST /v1beta/models/{model}:batchGenerateContent`` with ``batch:
+  {displayName, inputConfig: {requests: {requests: [{request, metadata}]}}}`` → an operation
+  ``batches/…`` whose ``metadata`` is the batch (``state`` BATCH_STATE_PENDING → _RUNNING →
+  _SUCCEEDED) and, once ``done``, ``response.inlinedResponses.inlinedResponses`` in request
+  order; ``GET /v1beta/batches`` lists ``operations``; ``POST batches/{id}:cancel``);
 - Anthropic "Message Batches" (``POST /v1/messages/batches`` with ``requests: [{custom_id,
   params}]``; ``GET /v1/messages/batches`` and ``/{id}`` with ``processing_status`` and
   ``request_counts``, ``results_url`` once ended; ``GET .../results`` JSONL of ``{"custom_id",
@@ -68,6 +73,10 @@ class BatchUpstream:
         r.add_get("/v1/messages/batches/{id}", self._get_anthropic)
         r.add_get("/v1/messages/batches/{id}/results", self._results_anthropic)
         r.add_post("/v1/messages/batches/{id}/cancel", self._cancel_anthropic)
+        r.add_post("/v1beta/models/{tail}", self._create_gemini)
+        r.add_get("/v1beta/batches", self._list_gemini)
+        r.add_get("/v1beta/batches/{id}", self._get_gemini)
+        r.add_post("/v1beta/batches/{tail}", self._cancel_gemini)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -277,3 +286,81 @@ class BatchUpstream:
         batch = self.batches[request.match_info["id"]]
         batch["processing_status"] = "canceling"
         return web.json_response(self._public(batch))
+
+    # ---- Gemini ---------------------------------------------------------------------------
+
+    async def _create_gemini(self, request: web.Request) -> web.Response:
+        tail = request.match_info["tail"]
+        assert tail.endswith(":batchGenerateContent"), tail
+        body = await request.json()
+        self.creates += 1
+        name = f"batches/gb{self.creates}"
+        batch = body["batch"]
+        self.inputs[name] = batch["inputConfig"]["requests"]["requests"]
+        self.batches[name] = {
+            "name": name,
+            "metadata": {
+                "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
+                "model": "models/" + tail.split(":")[0],
+                "displayName": batch["displayName"],
+                "state": "BATCH_STATE_PENDING",
+            },
+            "polls": 0,
+        }
+        self.create_seen.set()
+        if self.hold_create is not None:
+            await self.hold_create.wait()
+        return web.json_response(self._public(self.batches[name]))
+
+    async def _list_gemini(self, request: web.Request) -> web.Response:
+        ops = [self._public(b) for b in self.batches.values() if "name" in b]
+        return web.json_response({"operations": ops})
+
+    async def _get_gemini(self, request: web.Request) -> web.Response:
+        op = self.batches["batches/" + request.match_info["id"]]
+        op["polls"] += 1
+        meta = op["metadata"]
+        if meta["state"] in ("BATCH_STATE_PENDING", "BATCH_STATE_RUNNING"):
+            if op["polls"] >= self.polls_to_finish:
+                out = []
+                for i, item in enumerate(self.inputs[op["name"]]):
+                    text = "".join(
+                        p.get("text", "") for p in item["request"]["contents"][-1]["parts"]
+                    )
+                    answer = {
+                        "candidates": [
+                            {
+                                "content": {"role": "model", "parts": [{"text": f"echo: {text}"}]},
+                                "finishReason": "STOP",
+                                "index": 0,
+                            }
+                        ],
+                        "usageMetadata": {
+                            "promptTokenCount": 10,
+                            "candidatesTokenCount": 2,
+                            "totalTokenCount": 12,
+                        },
+                    }
+                    if i == self.fail_request:
+                        out.append(
+                            {"error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}}
+                        )
+                    else:
+                        out.append({"response": answer, "metadata": item.get("metadata")})
+                meta["state"] = "BATCH_STATE_SUCCEEDED"
+                op["done"] = True
+                op["response"] = {
+                    "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput",
+                    "inlinedResponses": {"inlinedResponses": out},
+                }
+            else:
+                meta["state"] = "BATCH_STATE_RUNNING"
+        return web.json_response(self._public(op))
+
+    async def _cancel_gemini(self, request: web.Request) -> web.Response:
+        tail = request.match_info["tail"]
+        assert tail.endswith(":cancel"), tail
+        op = self.batches["batches/" + tail.split(":")[0]]
+        op["metadata"]["state"] = "BATCH_STATE_CANCELLED"
+        op["done"] = True
+        return web.json_response({})

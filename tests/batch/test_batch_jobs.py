@@ -90,6 +90,27 @@ async def test_anthropic_message_batch_gets_the_route_default_max_tokens() -> No
     assert all(i.result.usage == mw.TokenUsage(10, 2) and i.cost is not None for i in items)
 
 
+async def test_gemini_batch_mode_inlined_requests_in_order() -> None:
+    async with BatchUpstream() as up:
+        up.polls_to_finish = 2
+        up.fail_request = 1
+        log = await open_log("memory:")
+        model = "gemini-2.5-flash"
+        job = await BatchJob.submit(
+            runtime(up.url, "google"), log, "google", model, requests("google", model)
+        )
+        await job.wait(poll_s=0)
+        items = await job.results()
+    sent = up.inputs[job.batch_id or ""]
+    assert [r["metadata"] for r in sent] == [{"key": "r0"}, {"key": "r1"}, {"key": "r2"}]
+    assert sent[0]["request"]["contents"][-1]["parts"] == [{"text": "q0"}]
+    assert job.batch_id == "batches/gb1"
+    assert _texts(items)[0] == "echo: q0" and _texts(items)[2] == "echo: q2"
+    failure = items[1].result.failure
+    assert failure is not None and failure.code == "INVALID_REQUEST"
+    assert items[0].result.usage == mw.TokenUsage(10, 2) and items[0].cost is not None
+
+
 async def test_a_malformed_line_fails_its_request_and_the_rest_are_read() -> None:
     async with BatchUpstream() as up:
         up.malformed_line = 0  # the first output line (request r2: the output is reversed)
@@ -133,7 +154,7 @@ async def test_cancel_asks_the_provider_and_reports_its_state() -> None:
 async def _child(
     tmp_path: Path, url: str, job_id: str, route: str = "openai"
 ) -> asyncio.subprocess.Process:
-    model = "gpt-4.1" if route == "openai" else "claude-haiku-4-5"
+    model = {"openai": "gpt-4.1", "anthropic": "claude-haiku-4-5"}.get(route, "gemini-2.5-flash")
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     return await asyncio.create_subprocess_exec(
         sys.executable,
@@ -173,7 +194,7 @@ async def test_sigkill_after_submit_then_open_elsewhere_submits_nothing_again(
     assert up.creates == 1 and up.uploads == 1
 
 
-@pytest.mark.parametrize("route", ["openai", "anthropic"])
+@pytest.mark.parametrize("route", ["openai", "anthropic", "google"])
 async def test_sigkill_during_the_create_is_recovered_without_a_duplicate(
     tmp_path: Path, route: str
 ) -> None:

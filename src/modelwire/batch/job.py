@@ -1,13 +1,13 @@
-"""`BatchJob`: a provider batch (OpenAI Batch API, Anthropic Message Batches) made durable by
-the session log, so a process that dies anywhere never submits twice.
+"""`BatchJob`: a provider batch (OpenAI Batch API, Anthropic Message Batches, Gemini API batch
+mode) made durable by the session log, so a process that dies anywhere never submits twice.
 
 A job is one session of the log (its id, ``batch-…``, is the job id). `submit` appends
 `batch/planned` (every request, in order) with a durable flush, then walks the provider steps —
 upload the input file (OpenAI), create the batch — appending each step's outcome durably before
 the next. `open(log, job_id)` reads the events back and finishes whatever step the log does not
 show as done, first asking the provider whether it already happened (the input file is named
-``<job_id>.jsonl``; an OpenAI batch carries ``metadata.modelwire_job``; an Anthropic batch is
-matched by request count and creation time): so a crash between "uploaded" and "created", or
+``<job_id>.jsonl``; an OpenAI batch carries ``metadata.modelwire_job``, a Gemini batch the job
+id as ``displayName``; an Anthropic batch is matched by request count and creation time): so a crash between "uploaded" and "created", or
 during the create itself, ends with exactly one batch.
 
 `status()` asks the provider; `wait(poll_s=None)` polls until the batch ended (`poll_s`, else a
@@ -191,7 +191,7 @@ class BatchJob:
                 planned.job_id, BatchCreateStarted(started_ms=started), barrier=True
             )
             self.create_started = started
-            found = await calls.create(planned.job_id, self.file_id, lines)
+            found = await calls.create(planned.job_id, self.file_id, lines, planned.model)
         await self.log.append(planned.job_id, BatchCreated(batch_id=found), barrier=True)
         self.batch_id = found
 

@@ -12,7 +12,8 @@ from .options import ConfigOption, DebugOption, LogOption, examples
 __all__ = ["batch_app"]
 
 batch_app = typer.Typer(
-    help="Provider batch jobs (OpenAI Batch API, Anthropic Message Batches) at the batch price, "
+    help="Provider batch jobs (OpenAI Batch API, Anthropic Message Batches, Gemini batch mode) at "
+    "the batch price, "
     "durable in the session log: a job submitted once is never submitted again, even after a "
     "crash.",
     short_help="Submit JSONL files as provider batches; status and results.",

@@ -9,6 +9,12 @@ Anthropic Message Batches (API reference "Message Batches"): ``{"requests": [{"c
 {"type": "errored", "error": {"error": {"type", "message"}}} | {"type": "canceled"} |
 {"type": "expired"}}``.
 
+Gemini API batch mode (API reference "Batch API"): ``{"batch": {"displayName", "inputConfig":
+{"requests": {"requests": [{"request": GenerateContentRequest, "metadata": {"key"}}]}}}}`` to
+``models/{model}:batchGenerateContent``; the ``batches/…`` operation's ``response.
+inlinedResponses.inlinedResponses`` holds a ``response`` (GenerateContentResponse) or an
+``error`` per request, in request order.
+
 Bodies are the chat protocols' own (the same builder as a streaming call) without their
 ``stream`` fields; a custom id is ``r<index>``. A result line that cannot be read fails its own
 request (``MALFORMED_RESPONSE``) and the rest are read; a request no line answers fails too.
@@ -65,6 +71,8 @@ def request_line(api: str, index: int, body: bytes) -> dict[str, object]:
     params = json.loads(body)
     for name in _STREAM_FIELDS:
         params.pop(name, None)
+    if api == "gemini":  # an InlinedRequest: answers come back in request order
+        return {"request": params, "metadata": {"key": custom_id(index)}}
     if api == "openai":
         return {
             "custom_id": custom_id(index),
@@ -188,10 +196,85 @@ def _anthropic(line: Mapping[str, object], provider: str, model: str) -> Generat
     return _result(blocks, usage, finish, provider, model)
 
 
+_GEMINI_FILTERED: Final = frozenset(
+    {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+)
+
+
+def _gemini(item: Mapping[str, object], index: int, provider: str, model: str) -> GenerateResult:
+    """One InlinedResponse: a GenerateContentResponse, or a Status error."""
+    error = item.get("error")
+    if isinstance(error, Mapping):
+        status = error.get("code")
+        code = status if isinstance(status, int) and 400 <= status < 600 else 500
+        err = failure_for_status(code, json.dumps({"error": error}), {}, provider=provider)
+        return _result(
+            [], None, Error(err.failure or LlmFailure(err.message, err.code)), provider, model
+        )
+    response = item["response"]
+    if not isinstance(response, Mapping):
+        raise ValueError("response is not an object")
+    candidate = response["candidates"][0]
+    blocks: list[ContentBlock] = []
+    calls = 0
+    for part in (candidate.get("content") or {}).get("parts") or ():
+        if "functionCall" in part:
+            call = part["functionCall"]
+            calls += 1
+            args = json.dumps(call.get("args") or {})
+            blocks.append(ToolCallBlock(f"call_{index}_{calls}", call["name"], args))
+        elif isinstance(part.get("text"), str):
+            kind = ReasoningBlock if part.get("thought") else TextBlock
+            blocks.append(kind(part["text"]))
+    meta = response.get("usageMetadata") or {}
+    cached = int(meta.get("cachedContentTokenCount") or 0)
+    thoughts = int(meta.get("thoughtsTokenCount") or 0)
+    usage = TokenUsage(
+        int(meta.get("promptTokenCount") or 0) - cached,
+        int(meta.get("candidatesTokenCount") or 0) + thoughts,
+        cache_read_tokens=cached or None,
+        reasoning_tokens=thoughts or None,
+    )
+    reason = candidate.get("finishReason")
+    finish: FinishReason = ToolCalls() if calls else Stop()
+    if reason == "MAX_TOKENS":
+        finish = MaxTokens()
+    elif reason in _GEMINI_FILTERED:
+        finish = Error(LlmFailure(f"the answer was blocked ({reason})", ErrorCode.CONTENT_FILTER))
+    return _result(blocks, usage, finish, provider, model)
+
+
+def _read_gemini(
+    documents: Sequence[bytes], count: int, provider: str, model: str
+) -> list[GenerateResult]:
+    """The inlined responses of a Gemini batch operation, in request order."""
+    out: list[GenerateResult] = []
+    try:
+        operation = json.loads(documents[0]) if documents else {}
+        inlined = operation["response"]["inlinedResponses"]["inlinedResponses"]
+    except (ValueError, KeyError, TypeError) as exc:
+        inlined = []
+        why = f"the batch operation holds no inlined responses ({exc})"
+    else:
+        why = "no inlined response answers it"
+    for index in range(count):
+        item = inlined[index] if index < len(inlined) else None
+        try:
+            if not isinstance(item, Mapping):
+                raise ValueError(why)
+            out.append(_gemini(item, index, provider, model))
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            where = f'provider "{provider}" batch response {index}: {exc}'
+            out.append(_failure(where, ErrorCode.MALFORMED_RESPONSE, provider, model))
+    return out
+
+
 def read_results(
     api: str, documents: Sequence[bytes], count: int, *, provider: str, model: str
 ) -> list[GenerateResult]:
     """One result per request, in request order, from the result files' lines."""
+    if api == "gemini":
+        return _read_gemini(documents, count, provider, model)
     found: dict[int, GenerateResult] = {}
     bad: list[str] = []
     for document in documents:

@@ -1,12 +1,15 @@
-"""Provider batch APIs of a providers route: OpenAI (``/v1/files`` + ``/v1/batches``) and
-Anthropic Message Batches (``/v1/messages/batches``), one HTTP call per method, each through
+"""Provider batch APIs of a providers route: OpenAI (``/v1/files`` + ``/v1/batches``),
+Anthropic Message Batches (``/v1/messages/batches``) and Gemini API batch mode
+(``models/{model}:batchGenerateContent`` with inlined requests, a ``batches/…`` operation), one
+HTTP call per method, each through
 the route's transport settings and auth, failures mapped as a chat call's (`failure_for_status`
 and the protocol's refinement). The durable job around these calls is `modelwire.batch`.
 
 Lookups make a crash recoverable without a duplicate: an OpenAI input file is named
 ``<job_id>.jsonl`` and the batch carries ``metadata.modelwire_job``, so `find_file` and
 `find_batch` list them; Anthropic batches carry no metadata, so `find_batch` takes the newest one
-created at or after the job's create started with the job's request count.
+created at or after the job's create started with the job's request count; a Gemini batch's
+``displayName`` is the job id.
 """
 
 from __future__ import annotations
@@ -43,6 +46,13 @@ _APIS: Final = {
     "openai-completions": "openai",
     "openai-responses": "openai",
     "anthropic-messages": "anthropic",
+    "google-generative-ai": "gemini",
+}
+_GEMINI_ENDED: Final = {
+    "BATCH_STATE_SUCCEEDED": "ended",
+    "BATCH_STATE_CANCELLED": "ended",
+    "BATCH_STATE_EXPIRED": "ended",
+    "BATCH_STATE_FAILED": "failed",
 }
 _MAX_BODY: Final = 1 << 30
 
@@ -80,7 +90,9 @@ class RouteBatches:
         self._transport = transport
         self._snapshot = snapshot
         base = carrier.base_url.rstrip("/")
-        self._root = base if api == "openai" else base + ("" if base.endswith("/v1") else "/v1")
+        if api == "anthropic":
+            base += "" if base.endswith("/v1") else "/v1"
+        self._root = base
 
     # ---- the request lines --------------------------------------------------------------
 
@@ -181,8 +193,17 @@ class RouteBatches:
 
     # ---- both -----------------------------------------------------------------------------
 
-    async def create(self, job_id: str, file_id: str | None, lines: Sequence[bytes]) -> str:
-        """Create the batch; its id."""
+    async def create(
+        self, job_id: str, file_id: str | None, lines: Sequence[bytes], model: str
+    ) -> str:
+        """Create the batch; its id (Gemini: the operation name ``batches/…``)."""
+        if self.api == "gemini":
+            resource = model if model.startswith("models/") else f"models/{model}"
+            inline = {"requests": [json.loads(line) for line in lines]}
+            batch = {"batch": {"displayName": job_id, "inputConfig": {"requests": inline}}}
+            return str(
+                (await self._json("POST", f"/{resource}:batchGenerateContent", batch))["name"]
+            )
         if self.api == "openai":
             body: object = {
                 "input_file_id": file_id,
@@ -196,6 +217,13 @@ class RouteBatches:
 
     async def find_batch(self, job_id: str, count: int, since_ms: int) -> str | None:
         """The batch already created for `job_id`, if any (see the module docstring)."""
+        if self.api == "gemini":
+            listing = await self._json("GET", "/batches")
+            for item in listing.get("operations") or ():  # type: ignore[attr-defined]
+                meta = item.get("metadata") if isinstance(item, dict) else None
+                if isinstance(meta, dict) and meta.get("displayName") == job_id:
+                    return str(item["name"])
+            return None
         if self.api == "openai":
             listing = await self._json("GET", "/batches?limit=100")
             for item in listing.get("data") or ():  # type: ignore[attr-defined]
@@ -216,6 +244,13 @@ class RouteBatches:
 
     async def retrieve(self, batch_id: str) -> BatchInfo:
         """The batch's state now."""
+        if self.api == "gemini":
+            doc = await self._json("GET", f"/{batch_id}")
+            meta = doc.get("metadata")
+            raw = str(meta.get("state") if isinstance(meta, dict) else "BATCH_STATE_UNSPECIFIED")
+            return BatchInfo(
+                batch_id=batch_id, status=_GEMINI_ENDED.get(raw, "running"), provider_status=raw
+            )
         if self.api == "openai":
             doc = await self._json("GET", f"/batches/{batch_id}")
             raw = str(doc.get("status"))
@@ -245,15 +280,17 @@ class RouteBatches:
 
     async def cancel(self, batch_id: str) -> None:
         """Ask the provider to cancel the batch."""
-        path = (
-            f"/batches/{batch_id}/cancel"
-            if self.api == "openai"
-            else f"/messages/batches/{batch_id}/cancel"
-        )
+        path = {
+            "openai": f"/batches/{batch_id}/cancel",
+            "gemini": f"/{batch_id}:cancel",
+        }.get(self.api, f"/messages/batches/{batch_id}/cancel")
         await self._json("POST", path, {})
 
     async def result_documents(self, info: BatchInfo) -> list[bytes]:
-        """The result files' bytes (OpenAI: output then error file; Anthropic: the JSONL)."""
+        """The result files' bytes (OpenAI: output then error file; Anthropic: the JSONL;
+        Gemini: the operation, whose response holds the inlined responses)."""
+        if self.api == "gemini":
+            return [await self._call("GET", f"/{info.batch_id}")]
         if self.api == "openai":
             ids = [i for i in (info.output_file_id, info.error_file_id) if i]
             return [await self._call("GET", f"/files/{i}/content") for i in ids]
@@ -275,8 +312,8 @@ def _text(value: object) -> str | None:
 def route_batches(
     snapshot: Snapshot, provider: str, env: Mapping[str, str], transport: Transport | None
 ) -> RouteBatches:
-    """The batch calls of route `provider` (``UNSUPPORTED_OPTION`` unless it speaks OpenAI's or
-    Anthropic's API)."""
+    """The batch calls of route `provider` (``UNSUPPORTED_OPTION`` unless it speaks OpenAI's,
+    Anthropic's or the Gemini API)."""
     profile = snapshot.profiles.get(provider)
     if profile is None:
         raise LlmError(f'no provider route "{provider}" is configured', ErrorCode.NO_ADAPTER)
@@ -284,8 +321,8 @@ def route_batches(
     api = _APIS.get(carrier.api) if carrier is not None else None
     if carrier is None or api is None:
         raise LlmError(
-            f'provider "{provider}" has no batch API here: batches run on OpenAI and Anthropic '
-            "routes",
+            f'provider "{provider}" has no batch API here: batches run on OpenAI, Anthropic and '
+            "Gemini API routes",
             ErrorCode.UNSUPPORTED_OPTION,
         )
     carrier = resolve_endpoint(profile, carrier, env)
