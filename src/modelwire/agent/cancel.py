@@ -56,8 +56,8 @@ class TurnSignal:
             self.cause = kind
             self.reason = reason
         self._set = True
-        if self._deadline is None:
-            self._deadline = asyncio.get_running_loop().time() + self._grace_s
+        if self._deadline is None and self._task is not None:
+            self._deadline = self._task.get_loop().time() + self._grace_s
         if self._event is not None:
             self._event.set()
         task, caller = self._task, asyncio.current_task()
