@@ -78,6 +78,27 @@ async def test_stdin_lines_become_json_lines_in_order(tmp_path: Path) -> None:
     assert "$0.000025" in result.err
 
 
+async def test_format_base64_writes_float32_base64(tmp_path: Path) -> None:
+    import array
+    import base64
+
+    seen: list[dict[str, Any]] = []
+    runner, url = await _serve(seen)
+    try:
+        result = await run_cli_async(
+            tmp_path,
+            ["embed", "-m", "local:nomic-embed-text", "--format", "base64"],
+            env={"MODELWIRE_CONFIG": _config(tmp_path, url)},
+            input="hello\n",
+        )
+    finally:
+        await runner.cleanup()
+    assert result.code == 0, result.err
+    row = json.loads(result.out)
+    packed = array.array("f", base64.b64decode(row["embedding"]))
+    assert row["line"] == 1 and packed.tolist() == _vector("hello")
+
+
 async def test_bad_input_is_one_error_line(tmp_path: Path) -> None:
     config = _config(tmp_path, "http://127.0.0.1:9")
     empty = await run_cli_async(
