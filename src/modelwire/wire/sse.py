@@ -6,7 +6,8 @@ stripped, lines ending in CRLF, LF or a lone CR (a CR at the end of a read is he
 read decides), comments ignored, multi-line ``data`` joined with ``\\n``, an event dispatched on a
 blank line only when it has at least one ``data`` line. It never buffers more than one unfinished
 line plus the pending event; the common LF-only read costs one ``bytes.split`` on the blank lines,
-and each one-line ``data: `` event one slice and one decode.
+each one-line ``data: `` event one slice and one decode, and each ``event: <name>`` + ``data: ``
+event (Responses, Anthropic) two slices, one decode and a lookup of its (cached) name.
 A line, or a pending event's data, larger than `MAX_EVENT_BYTES` (or the decoder's own
 `max_event_bytes`) fails with `LlmError` ``MALFORMED_RESPONSE``: every ``data`` line counts, with
 or without a colon, each adding its bytes plus the joining newline, so a body that never frames an
@@ -48,6 +49,21 @@ class SseEvent(msgspec.Struct, frozen=True, gc=False):
 
 def _text(raw: bytes | bytearray) -> str:
     return raw.decode("utf-8", "replace")
+
+
+_NAMES: dict[bytes, str] = {}
+"""Event names seen, decoded once (a protocol has a few dozen; bounded below)."""
+
+
+def _name(raw: bytes) -> str | None:
+    name = _NAMES.get(raw)
+    if name is None:
+        if not raw:
+            return None
+        if len(_NAMES) >= 512:
+            _NAMES.clear()
+        name = _NAMES[raw] = _text(raw)
+    return name
 
 
 class SseDecoder:
@@ -124,14 +140,22 @@ class SseDecoder:
         rest = blocks.pop()
         out: list[SseEvent] = []
         for block in blocks:
-            if (
-                block[:6] == b"data: "
-                and self._data is None
-                and self._event is None
-                and block.find(b"\n") < 0
-            ):
-                out.append(SseEvent(None, block[6:].decode("utf-8", "replace"), self._id))
-            elif block or self._data is not None:  # (an empty block: two blank lines)
+            if self._data is None and self._event is None:
+                if block[:6] == b"data: ":
+                    if block.find(b"\n") < 0:
+                        out.append(SseEvent(None, block[6:].decode("utf-8", "replace"), self._id))
+                        continue
+                elif block[:7] == b"event: ":  # `event: <name>` then one `data: ` line
+                    nl = block.find(b"\n")
+                    if (
+                        nl > 0
+                        and block.startswith(b"data: ", nl + 1)
+                        and block.find(b"\n", nl + 1) < 0
+                    ):
+                        data = block[nl + 7 :].decode("utf-8", "replace")
+                        out.append(SseEvent(_name(block[7:nl]), data, self._id))
+                        continue
+            if block or self._data is not None:  # (an empty block: two blank lines)
                 lines = block.split(b"\n")
                 lines.append(b"")
                 out += self._lines(lines)
