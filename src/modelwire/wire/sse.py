@@ -184,24 +184,26 @@ class SseDecoder:
 
     def feed_pieces(self, pieces: list[bytes]) -> list[SseEvent]:
         """`feed` of the pieces of one read in order (a chunked body's HTTP chunks): a piece that
-        is one whole ``data: `` event (`data: ...\\n\\n`, no other line break) arriving with
-        nothing pending becomes its event without any line splitting; the others are fed."""
+        is one whole ``data: `` event (`data: ...\\n\\n`, no other line break), or one
+        ``event: <name>`` line and one ``data: `` line, arriving with nothing pending becomes its
+        event without any line splitting; the others are fed."""
         out: list[SseEvent] = []
         idle = self._idle()  # nothing pending: only a piece that is not one event changes it
         limit = self._limit
         for piece in pieces:
-            if (
-                idle
-                and piece[:6] == b"data: "
-                and piece[-2:] == b"\n\n"
-                and piece.find(b"\n", 6, -2) < 0
-                and piece.find(b"\r") < 0
-                and len(piece) <= limit
-            ):
-                out.append(SseEvent(None, piece[6:-2].decode("utf-8", "replace"), self._id))
-            else:
-                out += self.feed(piece)
-                idle = self._idle()
+            if idle and piece[-2:] == b"\n\n" and piece.find(b"\r") < 0 and len(piece) <= limit:
+                if piece[:6] == b"data: ":
+                    if piece.find(b"\n", 6, -2) < 0:
+                        out.append(SseEvent(None, piece[6:-2].decode("utf-8", "replace"), self._id))
+                        continue
+                elif piece[:7] == b"event: ":  # `event: <name>` then one `data: ` line
+                    nl = piece.find(b"\n", 7)
+                    if piece.startswith(b"data: ", nl + 1) and piece.find(b"\n", nl + 1, -2) < 0:
+                        data = piece[nl + 7 : -2].decode("utf-8", "replace")
+                        out.append(SseEvent(_name(piece[7:nl]), data, self._id))
+                        continue
+            out += self.feed(piece)
+            idle = self._idle()
         return out
 
     def _idle(self) -> bool:
