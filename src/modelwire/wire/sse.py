@@ -190,6 +190,7 @@ class SseDecoder:
         out: list[SseEvent] = []
         idle = self._idle()  # nothing pending: only a piece that is not one event changes it
         limit = self._limit
+        names = _NAMES
         for piece in pieces:
             if idle and piece[-2:] == b"\n\n" and piece.find(b"\r") < 0 and len(piece) <= limit:
                 if piece[:6] == b"data: ":
@@ -199,8 +200,10 @@ class SseDecoder:
                 elif piece[:7] == b"event: ":  # `event: <name>` then one `data: ` line
                     nl = piece.find(b"\n", 7)
                     if piece.startswith(b"data: ", nl + 1) and piece.find(b"\n", nl + 1, -2) < 0:
+                        raw = piece[7:nl]
+                        name = names.get(raw) or _name(raw)  # known names cost no call
                         data = piece[nl + 7 : -2].decode("utf-8", "replace")
-                        out.append(SseEvent(_name(piece[7:nl]), data, self._id))
+                        out.append(SseEvent(name, data, self._id))
                         continue
             out += self.feed(piece)
             idle = self._idle()

@@ -6,15 +6,15 @@ events whose data is a JSON chunk ``{id, model, choices: [{index, delta, finish_
 usage}``, ended by ``[DONE]``. `ChatStream` owns that frame once — the end marker, the decode,
 the response id and model (first reported wins), choice 0 wherever it sits in ``choices``, the
 inferred finish after a ``[DONE]`` without a finish reason, and the end of the stream — and a
-dialect fills in what differs: its chunk struct (`_decode`), the chunk-level fields (`_head`:
-usage, an in-band error), one choice (`_choice`: its delta and finish reason) and how the open
-blocks close (`_close_blocks`).
+dialect fills in what differs: its chunk struct (its `decode`), one chunk (`_chunk`: usage, an
+in-band error, then choice 0's delta and finish reason) and how the open blocks close
+(`_close_blocks`). One hook call per event: the frame costs the hot path no more than that.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar, Generic, Protocol, TypeVar, cast
+from typing import ClassVar, Generic, Protocol, TypeVar
 
 import msgspec
 
@@ -22,7 +22,7 @@ from ....vocab import StreamChunk
 from ....wire.sse import SseEvent
 from .common import ResponseRecord, end_stream, malformed_event
 
-__all__ = ["ChatStream", "ChoiceLike", "ChunkLike", "StreamError"]
+__all__ = ["ChatStream", "ChoiceLike", "ChunkLike", "StreamError", "choice_zero"]
 
 
 class StreamError(msgspec.Struct, gc=False):
@@ -55,7 +55,13 @@ ChunkT = TypeVar("ChunkT", bound=ChunkLike)
 ChoiceT = TypeVar("ChoiceT", bound=ChoiceLike)
 
 
-class ChatStream(Generic[ChunkT, ChoiceT]):
+def choice_zero(choices: Sequence[ChoiceT] | None) -> ChoiceT | None:
+    """Choice 0 of a chunk wherever it sits in ``choices`` (None counts as index 0), or None.
+    A dialect checks ``choices[0]`` itself first (the common case costs no call)."""
+    return next((c for c in choices or () if not c.index), None)
+
+
+class ChatStream(Generic[ChunkT]):
     """Folds one Chat Completions stream into chunks; `end()` closes the blocks and finishes.
 
     A dialect subclass passes its `decode` (data → its chunk struct), sets `_label` (the
@@ -89,25 +95,11 @@ class ChatStream(Generic[ChunkT, ChoiceT]):
             record.response_id = chunk.id
         if chunk.model and record.response_model is None and chunk.model != record.model:
             record.response_model = chunk.model
-        if self._head(chunk):
-            return
-        choices = chunk.choices
-        if not choices:
-            return
-        choice = choices[0]
-        if choice.index:  # not choice 0 first: use choice 0 wherever it is, if it is there
-            found = next((c for c in choices if not c.index), None)
-            if found is None:
-                return
-            choice = found
-        self._choice(cast(ChoiceT, choice), data, out)
+        self._chunk(chunk, data, out)
 
-    def _head(self, chunk: ChunkT) -> bool:
-        """The chunk-level fields (usage, an in-band error); True: nothing more of it is read."""
-        raise NotImplementedError
-
-    def _choice(self, choice: ChoiceT, data: str, out: list[StreamChunk]) -> None:
-        """Translate choice 0 (`data` is the event's raw text, for what is kept whole)."""
+    def _chunk(self, chunk: ChunkT, data: str, out: list[StreamChunk]) -> None:
+        """Translate one chunk: its own fields (usage, an in-band error), then its choice 0
+        (`choice_zero`); `data` is the event's raw text (for what is kept whole)."""
         raise NotImplementedError
 
     def _close_blocks(self, out: list[StreamChunk]) -> None:

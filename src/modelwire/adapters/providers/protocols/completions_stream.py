@@ -17,7 +17,7 @@ import msgspec
 
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
-from .chat_family import ChatStream, StreamError
+from .chat_family import ChatStream, StreamError, choice_zero
 from .common import BlockRecord, ResponseRecord, StopReason, error_type_code
 
 __all__ = ["CompletionsTranslator"]
@@ -114,7 +114,7 @@ _FINISH: Final[dict[str, StopReason]] = {
 }
 
 
-class CompletionsTranslator(ChatStream[_Chunk, _Choice]):
+class CompletionsTranslator(ChatStream[_Chunk]):
     """Folds Chat Completions stream events into chunks; `end()` closes the blocks and finishes."""
 
     __slots__ = ("_reasoning", "_text", "_tools")
@@ -128,20 +128,25 @@ class CompletionsTranslator(ChatStream[_Chunk, _Choice]):
         self._reasoning: BlockRecord | None = None
         self._tools: dict[object, BlockRecord] = {}
 
-    def _head(self, chunk: _Chunk) -> bool:
+    def _chunk(self, chunk: _Chunk, data: str, out: list[StreamChunk]) -> None:
+        record = self._record
         if chunk.usage is not None:
             self._usage(chunk.usage)
         if chunk.error is not None:
-            record = self._record
             err = chunk.error
             code = f"{err.code}: " if err.code is not None else ""
             record.error_message = f"{code}{err.message or 'provider stream error'}"
             record.error_code = error_type_code(err.code, err.type)  # e.g. Groq's event: error
             record.stop_reason = "error"
-        return False
-
-    def _choice(self, choice: _Choice, data: str, out: list[StreamChunk]) -> None:
-        record = self._record
+        choices = chunk.choices
+        if not choices:
+            return
+        choice = choices[0]
+        if choice.index:  # not choice 0 first: use choice 0 wherever it is, if it is there
+            found = choice_zero(choices)
+            if found is None:
+                return
+            choice = found
         if choice.usage is not None:
             self._usage(choice.usage)
         delta = choice.delta

@@ -21,7 +21,7 @@ import msgspec
 
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
-from .chat_family import ChatStream, StreamError
+from .chat_family import ChatStream, StreamError, choice_zero
 from .common import BlockRecord, ResponseRecord, StopReason, error_type_code
 from .mistral_body import mistral_tool_id
 
@@ -125,7 +125,7 @@ def _message_text(raw: msgspec.Raw) -> str | None:
     return value if isinstance(value, str) else data.decode()
 
 
-class MistralTranslator(ChatStream[_Chunk, _Choice]):
+class MistralTranslator(ChatStream[_Chunk]):
     """Folds Mistral chat completion chunks into chunks; `end()` closes the blocks and finishes."""
 
     __slots__ = ("_current", "_last_tool", "_tools")
@@ -139,15 +139,21 @@ class MistralTranslator(ChatStream[_Chunk, _Choice]):
         self._tools: dict[object, BlockRecord] = {}
         self._last_tool: BlockRecord | None = None
 
-    def _head(self, chunk: _Chunk) -> bool:
+    def _chunk(self, chunk: _Chunk, data: str, out: list[StreamChunk]) -> None:
         if chunk.usage is not None:
             self._usage(chunk.usage)
         if chunk.error is not None or chunk.object == "error":
             self._error(chunk)
-            return True
-        return False
-
-    def _choice(self, choice: _Choice, data: str, out: list[StreamChunk]) -> None:
+            return
+        choices = chunk.choices
+        if not choices:
+            return
+        choice = choices[0]
+        if choice.index:  # not choice 0 first: use choice 0 wherever it is, if it is there
+            found = choice_zero(choices)
+            if found is None:
+                return
+            choice = found
         record = self._record
         delta = choice.delta
         if delta is not None:
