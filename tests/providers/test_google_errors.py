@@ -12,9 +12,22 @@ from typing import Any
 import pytest
 from google_fixtures import error_cases
 
-from modelwire.errors import DEFAULT_RETRYABLE_CODES
-from modelwire.wire.google_errors import google_status_code
-from modelwire.wire.status import failure_for_status
+from modelwire.adapters.providers.protocols import protocol
+from modelwire.adapters.providers.protocols.google_errors import google_status_code
+from modelwire.errors import DEFAULT_RETRYABLE_CODES, LlmError
+from modelwire.wire import status
+
+
+def failure_for_status(
+    code: int, body: str, headers: dict[str, str], *, provider: str, secrets: Any = ()
+) -> LlmError:
+    """The generic mapping, then the Google protocol's `http_error` hook (as `stream_post` runs
+    them): Google's envelope is read by its protocol, not by the shared wire layer."""
+    error = status.failure_for_status(code, body, headers, provider=provider, secrets=secrets)
+    refine = protocol("google-generative-ai").http_error
+    assert refine is not None
+    return refine(error, body, headers, tuple(secrets))
+
 
 CATEGORY_CODES = {
     "rate_limit": "RATE_LIMIT",

@@ -119,7 +119,11 @@ async def test_mp_06_provider_info() -> None:
 async def test_mp_07_08_stop_option_and_unknown_model_before_io() -> None:
     async with MockServer([Reply(reads=TEXT_EVENTS)]) as server:
         adapter = ProvidersAdapter.from_config(_acme(server.url), env={"ACME_KEY": "k"})
-        assert (await _fails(adapter, _opts(stop=("x",)))).code == "UNSUPPORTED_OPTION"
+        rt = LlmRuntime()  # the options contract is the runtime's (runtime.options_contract)
+        rt.register_adapter(["acme"], adapter)
+        refused = (await rt.generate(_opts(stop=("x",)))).failure
+        assert refused is not None and refused.code == "UNSUPPORTED_OPTION"
+        assert 'route "acme" cannot honour stop' in refused.message
         assert (await _fails(adapter, _opts(model="nope"))).code == "UNKNOWN_MODEL"
         assert (await _fails(adapter, _opts(provider="other"))).code == "NO_ADAPTER"
     assert server.paths == []

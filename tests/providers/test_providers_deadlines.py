@@ -1,5 +1,7 @@
 """Deadlines that hold (issue #16): `timeout_ms` is the call's total deadline, a first-token
-deadline sits beside the idle watchdog, and keep-alive comments re-arm only the idle one.
+deadline sits beside the idle watchdog, and keep-alive comments re-arm only the idle one. The
+call's deadlines are the runtime boundary's (issue #32: one place for every adapter), so each call
+here goes through an `LlmRuntime`; the route's values are its defaults.
 
 Each server here stalls or pulses forever, so only the deadline under test can end the call;
 the other budgets are set far larger, so the outcome never depends on the machine's speed.
@@ -9,16 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 from providers_fixtures import start_site
 
+from modelwire import LlmRuntime
 from modelwire.adapters.providers import ProvidersAdapter
-from modelwire.errors import LlmError
-from modelwire.vocab import GenerateOptions, StreamChunk, TextDelta, user_message
+from modelwire.vocab import Error, Finish, GenerateOptions, StreamChunk, TextDelta, user_message
 
 _EVENT = b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n'
 
@@ -79,18 +80,29 @@ def _opts(**fields: Any) -> GenerateOptions:
     return GenerateOptions("relay", "m", (user_message("hello"),), **fields)
 
 
-async def _drain(stream: AsyncIterator[StreamChunk]) -> tuple[list[StreamChunk], LlmError]:
+class _Failure:
+    def __init__(self, finish: StreamChunk) -> None:
+        assert isinstance(finish, Finish) and isinstance(finish.reason, Error)
+        self.code = finish.reason.failure.code
+        self.message = finish.reason.failure.message
+
+
+async def _drain(
+    adapter: ProvidersAdapter, options: GenerateOptions
+) -> tuple[list[StreamChunk], _Failure]:
+    rt = LlmRuntime()
+    rt.register_adapter(["relay"], adapter)
     seen: list[StreamChunk] = []
-    with pytest.raises(LlmError) as info:
+    async with rt.stream(options) as stream:
         async for chunk in stream:
             seen.append(chunk)
-    return seen, info.value
+    return seen[:-1], _Failure(seen[-1])
 
 
 async def test_total_deadline_fires_through_endless_keep_alives() -> None:
     async with Pulsing([_EVENT]) as server:
         adapter = _adapter(server.url, timeout_ms=150, stream_idle_timeout_ms=60_000)
-        seen, error = await _drain(adapter.stream(_opts()))
+        seen, error = await _drain(adapter, _opts())
         await asyncio.wait_for(server.gone.wait(), 10)
     assert error.code == "TIMEOUT"
     assert "total deadline of 150ms (timeout_ms)" in error.message
@@ -101,14 +113,14 @@ async def test_total_deadline_fires_through_endless_keep_alives() -> None:
 async def test_per_call_timeout_overrides_the_route() -> None:
     async with Pulsing([_EVENT]) as server:
         adapter = _adapter(server.url, timeout_ms=600_000, stream_idle_timeout_ms=60_000)
-        _, error = await _drain(adapter.stream(_opts(timeout_ms=120)))
+        _, error = await _drain(adapter, _opts(timeout_ms=120))
     assert error.code == "TIMEOUT" and "total deadline of 120ms" in error.message
 
 
 async def test_first_token_deadline_is_not_met_by_keep_alives() -> None:
     async with Pulsing([]) as server:
         adapter = _adapter(server.url, first_token_timeout_ms=150, stream_idle_timeout_ms=60_000)
-        seen, error = await _drain(adapter.stream(_opts()))
+        seen, error = await _drain(adapter, _opts())
     assert seen == []
     assert error.code == "TIMEOUT"
     assert "no first token within 150ms (first_token_timeout_ms)" in error.message
@@ -118,7 +130,7 @@ async def test_first_token_deadline_stops_counting_once_a_chunk_arrived() -> Non
     """After the first chunk only the idle budget (here the stall mid-stream) can fire."""
     async with Pulsing([_EVENT], every=3600) as server:
         adapter = _adapter(server.url, first_token_timeout_ms=60_000, stream_idle_timeout_ms=120)
-        seen, error = await _drain(adapter.stream(_opts()))
+        seen, error = await _drain(adapter, _opts())
     assert any(isinstance(c, TextDelta) for c in seen)
     assert error.code == "TIMEOUT" and "idle timeout after 120ms" in error.message
 
@@ -126,7 +138,7 @@ async def test_first_token_deadline_stops_counting_once_a_chunk_arrived() -> Non
 async def test_stall_before_the_first_byte_is_the_idle_deadline() -> None:
     async with Pulsing([], every=3600) as server:
         adapter = _adapter(server.url, stream_idle_timeout_ms=120)
-        _, error = await _drain(adapter.stream(_opts()))
+        _, error = await _drain(adapter, _opts())
     assert error.code == "TIMEOUT" and "idle timeout after 120ms" in error.message
 
 

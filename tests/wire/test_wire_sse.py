@@ -160,6 +160,16 @@ _EVENT = st.one_of(
     st.text(max_size=20).map(lambda t: b"data: " + t.encode() + b"\n\n"),
     st.text(max_size=8).map(lambda t: b"data: " + t.replace("\r", "").encode() + b"\n\n"),
     st.just(b"event: x\ndata: y\n\n"),
+    # named events of any name and data (the event + data fast paths): one line each
+    st.tuples(st.text(max_size=8), st.text(max_size=12)).map(
+        lambda nd: (
+            b"event: "
+            + nd[0].replace("\r", "").replace("\n", "").encode()
+            + b"\ndata: "
+            + nd[1].replace("\r", "").replace("\n", "").encode()
+            + b"\n\n"
+        )
+    ),
     st.just(b"id: 7\n"),
     st.just(b"\n"),
 )

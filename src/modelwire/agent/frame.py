@@ -55,8 +55,8 @@ class FramedAgent(AgentLike, Protocol):
         """The agent's state of a session."""
         ...
 
-    def _runner(self, output: OutputSpec | None) -> StepRunner:
-        """The step runner of a turn starting now."""
+    def _runner(self, output: OutputSpec | None, timeout_ms: int | None) -> StepRunner:
+        """The step runner of a turn starting now (`timeout_ms`: the turn's override)."""
         ...
 
 
@@ -67,9 +67,11 @@ async def run_frame(
     signal: TurnSignal,
     opener: Callable[[LogView], Awaitable[TurnState]],
     listener: Callable[[StreamChunk], None] | None = None,
+    timeout_ms: int | None = None,
 ) -> TurnResult[Any]:  # Any: the turn's output type
     """The turn frame shared by `run_turn` and `resume_turn`: open, Steps, `turn/end`;
-    `listener` hears every chunk of the turn's provider calls (`Agent.stream_turn`)."""
+    `listener` hears every chunk of the turn's provider calls (`Agent.stream_turn`);
+    `timeout_ms` overrides the agent's model-call deadline for this turn."""
     log = agent.log
     agent._signals[sid] = signal
     try:
@@ -98,7 +100,7 @@ async def run_frame(
                 inbox=agent._inbox,
                 session=agent._session(sid),
                 signal=signal,
-                runner=agent._runner(output),
+                runner=agent._runner(output, timeout_ms),
                 max_steps=agent.max_steps,
                 usage_limits=agent.usage_limits,
                 output_retries=agent.output_retries,

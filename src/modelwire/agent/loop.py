@@ -2,7 +2,6 @@
 
 `Agent.resume_turn` runs the same frame over a turn a dead process left open (see `resume.py`).
 Each turn runs its Steps through one `StepRunner` (`step.py`), with the request seed frozen then.
-
 The session log, not this object, is the source of truth: a new `Agent` over an existing session
 continues its turn numbering and rebuilds every request from it. One turn per session runs at a
 time per agent; its Steps, limits and typed output are run by a `TurnLoop` (`turn.py`).
@@ -27,7 +26,7 @@ from .hooks import AgentHooks
 from .inputs import UserInput, as_user_message
 from .leasing import DEFAULT_LEASE_MS, TurnLeases
 from .limits import UsageLimits, check_count, check_usage_limits
-from .options import check_max_tokens, check_ms, output_of, tool_map
+from .options import check_deadline_ms, check_max_tokens, check_ms, output_of, tool_map
 from .output import OutputSpec
 from .ports import RuntimeLike
 from .repair import DEFAULT_REPAIR_AFTER_MS
@@ -44,10 +43,6 @@ from .wait import Sleep
 __all__ = ["Agent", "AgentPlugin", "TurnResult", "UserInput"]
 
 U = TypeVar("U")
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class AgentPlugin(Protocol):
@@ -69,12 +64,12 @@ class Agent(AgentControls, Generic[OutputT]):
     are installed in order. `output_type` (msgspec struct, dataclass, TypedDict or plain type;
     `str`/None: the answer text) is what `TurnResult.output` holds. Limits: `max_steps` and
     `usage_limits` per turn, `output_retries` corrections, `max_parallel_tools` per step. Every
-    option is checked here (`INVALID_CONFIG` naming the field). `clock` (epoch ms) and `sleep`
-    (seconds) are the agent's time: an open turn's age, a resumed retry's wait, tool timeouts.
-    Each turn holds the session's lease (`leasing.py`): `lease_ms` long (None: no lease),
-    renewed every `lease_renew_ms` (default a third), taken as `owner` (default host:pid:random).
-    `mcp_servers` (`modelwire.mcp.MCPServer`s) add their tools as `<server>_<tool>`; a server
-    starts at the first request (or `async with agent`), `close()` stops it (`toolbox.py`).
+    option is checked here (`INVALID_CONFIG` naming the field). `timeout_ms` is each model call's
+    total deadline (None: the route's, 0: none). `clock` (epoch ms) and `sleep` (seconds) are the
+    agent's time: an open turn's age, a resumed retry's wait, tool timeouts.
+    Each turn holds the session's lease: `lease_ms` long (None: no lease), renewed every
+    `lease_renew_ms` (default a third), taken as `owner` (default host:pid:random). `mcp_servers`
+    (`MCPServer`s) add tools `<server>_<tool>`, started at the first request, stopped by `close()`.
     """
 
     def __init__(
@@ -96,6 +91,7 @@ class Agent(AgentControls, Generic[OutputT]):
         max_tokens: int | None = None,
         reasoning_effort: str | None = None,
         temperature: float | None = None,
+        timeout_ms: int | None = None,
         repair_after_ms: float = DEFAULT_REPAIR_AFTER_MS,
         lease_ms: float | None = DEFAULT_LEASE_MS,
         lease_renew_ms: float | None = None,
@@ -105,6 +101,7 @@ class Agent(AgentControls, Generic[OutputT]):
         sleep: Sleep | None = None,
     ) -> None:
         self.max_tokens = check_max_tokens(max_tokens)
+        self.timeout_ms = check_deadline_ms("timeout_ms", timeout_ms)
         self.repair_after_ms = check_ms("repair_after_ms", repair_after_ms, zero=True)
         self.cancel_grace_ms = check_ms("cancel_grace_ms", cancel_grace_ms, zero=False)
         self.max_steps = check_count("max_steps", max_steps, 1)
@@ -115,7 +112,7 @@ class Agent(AgentControls, Generic[OutputT]):
         self._outputs: dict[object, OutputSpec | None] = {}
         self.output_type = output_type
         self.output = output_of(output_type, self.tool_map, self._outputs)
-        self.clock: Callable[[], int] = clock or _now_ms
+        self.clock: Callable[[], int] = clock or (lambda: time.time_ns() // 1_000_000)
         self.sleep: Sleep = sleep or asyncio.sleep
         self.toolbox = ToolBox(self.tool_map, mcp_servers, self.sleep)
         self.runtime = runtime
@@ -159,6 +156,7 @@ class Agent(AgentControls, Generic[OutputT]):
         max_tokens: int | None = None,
         reasoning_effort: str | None = None,
         temperature: float | None = None,
+        timeout_ms: int | None = None,
         repair_after_ms: float = DEFAULT_REPAIR_AFTER_MS,
         lease_ms: float | None = DEFAULT_LEASE_MS,
         lease_renew_ms: float | None = None,
@@ -168,11 +166,9 @@ class Agent(AgentControls, Generic[OutputT]):
         sleep: Sleep | None = None,
         mcp_servers: Iterable[ToolSource] = (),
     ) -> Agent[OutputT]:
-        """An agent on `"route:model"` (None: the config's `[default]` model) with the routes of
-        `open_runtime(config)` (or `runtime`) and the log `log` (a `SessionLog`, a URL opened on
-        first use, or None: `$MODELWIRE_LOG`, else the default SQLite file in the user data dir;
-        a URL is closed by `close()`); the other options are `Agent`'s. A route the runtime does
-        not serve is `NO_ADAPTER` naming it and the known routes."""
+        """An agent on `"route:model"` (None: the config's `[default]`) with the routes of
+        `open_runtime(config)` (or `runtime`) and the log `log` (a `SessionLog`; a URL, opened on
+        first use, closed by `close()`; None: `$MODELWIRE_LOG`, else the default SQLite file)."""
         served = runtime if runtime is not None else open_runtime(config)
         provider, name = served_model(served, model)
         url = default_log_url() if log is None else log
@@ -193,6 +189,7 @@ class Agent(AgentControls, Generic[OutputT]):
             max_tokens=max_tokens,
             reasoning_effort=reasoning_effort,
             temperature=temperature,
+            timeout_ms=timeout_ms,
             repair_after_ms=repair_after_ms,
             lease_ms=lease_ms,
             lease_renew_ms=lease_renew_ms,
@@ -205,8 +202,6 @@ class Agent(AgentControls, Generic[OutputT]):
         if opened is not url:
             agent._disposers.insert(0, opened.close)  # the log it opened closes last
         return agent
-
-    # ---- plugins (inbox, cancellation and closing: `AgentControls`) ----------------------------
 
     def use(self, plugin: AgentPlugin) -> None:
         """Install a plugin now; a callable returned by `install` is kept as its disposer."""
@@ -227,7 +222,7 @@ class Agent(AgentControls, Generic[OutputT]):
             state = self._sessions[session_id] = SessionState(session_id)
         return state
 
-    def _runner(self, output: OutputSpec | None) -> StepRunner:
+    def _runner(self, output: OutputSpec | None, timeout_ms: int | None = None) -> StepRunner:
         """The step object of a turn starting now, with the request seed frozen now."""
         seed = RequestSeed(
             provider=self.provider,
@@ -236,6 +231,7 @@ class Agent(AgentControls, Generic[OutputT]):
             reasoning_effort=self.reasoning_effort,
             temperature=self.temperature,
             system=self.system,
+            timeout_ms=self.timeout_ms if timeout_ms is None else timeout_ms,
         )
         return StepRunner(
             agent=self,
@@ -250,8 +246,6 @@ class Agent(AgentControls, Generic[OutputT]):
             max_parallel_tools=self.max_parallel_tools,
         )
 
-    # ---- the turn --------------------------------------------------------------------------
-
     @overload
     async def run_turn(
         self,
@@ -260,6 +254,7 @@ class Agent(AgentControls, Generic[OutputT]):
         *,
         lease: Lease | None = None,
         ticket: str | None = None,
+        timeout_ms: int | None = None,
     ) -> TurnResult[OutputT]: ...
     @overload
     async def run_turn(
@@ -270,6 +265,7 @@ class Agent(AgentControls, Generic[OutputT]):
         output_type: type[U],
         lease: Lease | None = None,
         ticket: str | None = None,
+        timeout_ms: int | None = None,
     ) -> TurnResult[U]: ...
     async def run_turn(
         self,
@@ -279,21 +275,21 @@ class Agent(AgentControls, Generic[OutputT]):
         output_type: object = None,
         lease: Lease | None = None,
         ticket: str | None = None,
+        timeout_ms: int | None = None,
     ) -> TurnResult[Any]:  # Any: the output type of this turn (overloads above)
         """Run one new turn: `turn/start`, Steps until no tool calls remain, `turn/end`.
 
-        A turn a dead process left open is repaired first (its unanswered tool calls answered
-        `TOOL_INTERRUPTED`, then `step/end` and `turn/end {interrupted}`) and abandoned, retry
-        chain included; `resume_turn` continues such a turn instead. Errors end the turn with
-        reason `error` (returned, not raised). Cancelling the calling task writes
-        `turn/end {aborted}` and re-raises `CancelledError`; a cancel issued from inside the turn
-        (a hook calling `signal.cancel()`) returns reason `aborted` instead. `output_type`
-        overrides the agent's for this turn. The session's lease is taken first (another live
-        writer's: `TURN_IN_PROGRESS`; once it is taken, an open turn its dead holder left is
-        repaired at once) or `lease` (a queue's claim) is held; a lease lost meanwhile raises
-        `LEASE_LOST`. `ticket` is recorded on `turn/start` (a turn queue's ticket id).
+        A turn a dead process left open is repaired first (unanswered calls get
+        `TOOL_INTERRUPTED`, then `step/end`, `turn/end {interrupted}`) and abandoned, retries
+        included; `resume_turn` continues one instead. Errors end the turn with reason `error`
+        (returned). Cancelling the calling task writes `turn/end {aborted}` and re-raises
+        `CancelledError`; a cancel from inside the turn (a hook's `signal.cancel()`) returns
+        reason `aborted`. The lease is taken first (a live writer's: `TURN_IN_PROGRESS`; a dead
+        holder's open turn is then repaired) or `lease` (a queue's claim) held; losing it raises
+        `LEASE_LOST`. `ticket` goes on `turn/start`; `output_type`, `timeout_ms` are this turn's.
         """
-        return await self._new_turn(session_id, user_input, output_type, lease, ticket)
+        deadline = check_deadline_ms("timeout_ms", timeout_ms)
+        return await self._new_turn(session_id, user_input, output_type, lease, ticket, deadline)
 
     def stream_turn(self, session_id: str, user_input: UserInput) -> TurnStream[OutputT]:
         """`run_turn`, streamed: `async for chunk in agent.stream_turn(sid, text)` (or
@@ -309,6 +305,7 @@ class Agent(AgentControls, Generic[OutputT]):
         output_type: object,
         lease: Lease | None = None,
         ticket: str | None = None,
+        timeout_ms: int | None = None,
         listener: Callable[[StreamChunk], None] | None = None,
     ) -> TurnResult[Any]:  # Any: the output type of this turn
         self._check_usable()
@@ -322,6 +319,7 @@ class Agent(AgentControls, Generic[OutputT]):
                 lease,
                 lambda view, held: self._open_new(session_id, view, first, held, ticket),
                 listener,
+                timeout_ms,
             )
 
     @overload
@@ -350,9 +348,8 @@ class Agent(AgentControls, Generic[OutputT]):
         twice) and its `step/end`. A paused turn whose calls are all decided (`decide`; else
         `APPROVAL_PENDING`) runs its approved calls once and answers its denied ones
         `TOOL_DENIED`. Then Steps go on until no tool calls remain. The lease is taken first (a
-        live holder's turn: `TURN_IN_PROGRESS`). Nothing to resume (or no such session) is
-        `NOTHING_TO_RESUME`; the rest is as in `run_turn`, limits counted from the log.
-        """
+        live holder's turn: `TURN_IN_PROGRESS`); nothing to resume is `NOTHING_TO_RESUME`; the
+        rest is as in `run_turn`, limits counted from the log."""
         self._check_usable()
         output = self._output(output_type)
         lock = self._locks.setdefault(session_id, asyncio.Lock())
@@ -388,6 +385,7 @@ class Agent(AgentControls, Generic[OutputT]):
         given: Lease | None,
         opener: Callable[[LogView, Lease | None], Awaitable[TurnState]],
         listener: Callable[[StreamChunk], None] | None = None,
+        timeout_ms: int | None = None,
     ) -> TurnResult[Any]:  # Any: the turn's output type
         """The turn under the session's lease (`leasing.py`)."""
         signal = TurnSignal(asyncio.current_task(), self.cancel_grace_ms)
@@ -396,4 +394,6 @@ class Agent(AgentControls, Generic[OutputT]):
             signal.cancel("disposed", f"lease lost: {error.message}")
 
         async with self._running(sid, signal), self.leases.turn(sid, given, lost, signal) as held:
-            return await run_frame(self, sid, output, signal, lambda v: opener(v, held), listener)
+            return await run_frame(
+                self, sid, output, signal, lambda v: opener(v, held), listener, timeout_ms
+            )

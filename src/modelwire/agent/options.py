@@ -11,7 +11,7 @@ from ..runtime.validation import MAX_OUTPUT_TOKENS
 from .output import FINAL_TOOL, OutputSpec, output_spec
 from .tools import Tool
 
-__all__ = ["check_max_tokens", "check_ms", "output_of", "tool_map"]
+__all__ = ["check_deadline_ms", "check_max_tokens", "check_ms", "output_of", "tool_map"]
 
 
 def check_max_tokens(value: object) -> int | None:
@@ -34,6 +34,20 @@ def check_ms(name: str, value: object, *, zero: bool) -> float:
             ErrorCode.INVALID_CONFIG,
         )
     return float(value)
+
+
+def check_deadline_ms(name: str, value: object) -> int | None:
+    """A model call's deadline (`timeout_ms`, `first_token_timeout_ms`): None, or an integer of
+    ms >= 0 (0 = none), as `GenerateOptions` takes it."""
+    if value is None:
+        return None
+    if type(value) is not int or not 0 <= value <= MAX_OUTPUT_TOKENS:
+        raise HarnessError(
+            f"agent {name} must be an integer of ms in 0..{MAX_OUTPUT_TOKENS} (0 = none), "
+            f"got {value!r}",
+            ErrorCode.INVALID_CONFIG,
+        )
+    return value
 
 
 def tool_map(tools: Iterable[object]) -> dict[str, Tool]:

@@ -197,7 +197,7 @@ class RequestSeed:
     `provider`, `model`, `max_tokens`, `reasoning_effort` and `temperature` seed the call config
     (`config`, spec F8); `system` goes with every request of the turn, retries included (F4), and
     so do the tools, which the Step reads from its `ToolBox` for each request (an MCP server's
-    list may change meanwhile).
+    list may change meanwhile), and each model call's `timeout_ms` (None: the route's, 0: none).
     """
 
     provider: str
@@ -206,6 +206,7 @@ class RequestSeed:
     reasoning_effort: str | None = None
     temperature: float | None = None
     system: str | None = None
+    timeout_ms: int | None = None
 
     def config(self, latest: EpochHeader | None, *, first_request: bool) -> CallConfig:
         """The seed call config of a request, given the latest logged header (spec F8).

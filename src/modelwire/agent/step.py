@@ -6,8 +6,8 @@ A retry is another attempt of the same Step (a new attempt number, the request r
 the log); `carry_on` carries on a Step a dead process left open, attempts numbered on.
 
 With a typed output (`output`), each request asks for it as the route allows (`output.py`), and
-the Step's outcome carries the verdict on its answer; an attempt the runtime ends in
-`OUTPUT_INVALID` is a rejected answer (to be corrected), not a failure for `on_request_error`.
+the Step's outcome carries the verdict on its answer; an attempt ending in `OUTPUT_INVALID` is a
+rejected answer (to be corrected), not a failure for `on_request_error`.
 """
 
 from __future__ import annotations
@@ -132,10 +132,9 @@ class _Answer:
 class StepRunner:
     """Runs the Steps of one turn (see the module docstring); `agent` only goes into payloads.
 
-    `clock` (epoch ms) and `sleep` (seconds) are what a resumed Step waits the rest of a retry
-    with, and what bounds a tool's `timeout_ms`; both are injectable so that no test waits in real
-    time. `output` is the turn's typed output; `max_parallel_tools` bounds a Step's running tools.
-    """
+    `clock` (epoch ms) and `sleep` (seconds), injectable, time a resumed Step's retry wait and a
+    tool's `timeout_ms`. `output` is the turn's typed output; `max_parallel_tools` bounds a Step's
+    running tools."""
 
     agent: AgentLike
     log: SessionLog
@@ -385,6 +384,7 @@ class StepRunner:
             session_id=sid,
             output=resolved.output,
             tool_choice=resolved.tool_choice,
+            timeout_ms=self.seed.timeout_ms,
         )
         return _Request(options, prepared, plan)
 

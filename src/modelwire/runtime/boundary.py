@@ -20,6 +20,10 @@ Cancellation (asyncio task cancellation replaces upstream's AbortSignal). At a f
   adapter's own inner work was cancelled by someone else) is normalized like any adapter failure,
   into `Finish(Aborted(LlmFailure(..., code="ABORTED")))`.
 
+Deadlines: the dispatch hands the boundary the call's `CallDeadline` (`runtime.deadline`) with
+the adapter's iterator; each pull is then awaited under it, so `timeout_ms` and
+`first_token_timeout_ms` hold for every adapter alike, ending the call in a `TIMEOUT` finish.
+
 Early consumer exit: closing the stream (`aclose()`, `async with rt.stream(o) as s`, or
 `contextlib.aclosing`) awaits the adapter iterator's `aclose` when the iterator is neither
 exhausted nor failed; a cleanup failure reaches the consumer, unless the consumer's own exception
@@ -43,11 +47,13 @@ from typing import Final, Protocol, cast
 
 from ..errors import ErrorCode, normalize_llm_failure
 from ..vocab import Aborted, Error, Finish, LlmFailure, StreamChunk
+from .deadline import CallDeadline
 from .events import logger
 
 __all__ = [
     "BatchedChunks",
     "ChunkStream",
+    "Dispatched",
     "GuardedStream",
     "failure_finish",
     "guard_adapter",
@@ -92,33 +98,37 @@ class BatchedChunks(Protocol):
         """The chunks as one list per read (use this or the iterator itself, once)."""
 
 
-def guard_adapter(
-    open_iterator: Callable[[], Awaitable[AsyncIterator[StreamChunk]]],
-) -> AsyncGenerator[StreamChunk, None]:
+Dispatched = tuple[AsyncIterator[StreamChunk], CallDeadline | None]
+"""What a dispatch opens: the adapter's iterator, and the call's deadlines (None: none), under
+which the boundary awaits each pull (`runtime.deadline`)."""
+
+Opener = Callable[[], Awaitable[Dispatched]]
+
+
+def guard_adapter(open_iterator: Opener) -> AsyncGenerator[StreamChunk, None]:
     """Run selection, dispatch and iteration of one adapter call behind the failure boundary,
     chunk by chunk.
 
-    `open_iterator` performs sites (a)-(c) and returns the adapter's iterator; it runs only when
-    this generator is first iterated (after every middleware had its say). An iterator that
-    offers `chunk_batches()` (`BatchedChunks`) is pulled read by read.
+    `open_iterator` performs sites (a)-(c) and returns the adapter's iterator and the call's
+    deadlines; it runs only when this generator is first iterated (after every middleware had
+    its say). An iterator that offers `chunk_batches()` (`BatchedChunks`) is pulled read by read.
     """
     return cast(AsyncGenerator[StreamChunk, None], _guarded(open_iterator, False))
 
 
-def guard_batches(
-    open_iterator: Callable[[], Awaitable[AsyncIterator[StreamChunk]]],
-) -> AsyncGenerator[list[StreamChunk], None]:
+def guard_batches(open_iterator: Opener) -> AsyncGenerator[list[StreamChunk], None]:
     """`guard_adapter` yielding lists: one per read of an adapter that offers
     `chunk_batches()`, one per chunk of any other; the failure finish comes as a list of one."""
     return cast(AsyncGenerator[list[StreamChunk], None], _guarded(open_iterator, True))
 
 
 async def _guarded(
-    open_iterator: Callable[[], Awaitable[AsyncIterator[StreamChunk]]], lists: bool
+    open_iterator: Opener, lists: bool
 ) -> AsyncGenerator[StreamChunk | list[StreamChunk], None]:
     """The boundary itself: chunks (`lists` False) or lists of chunks (`lists` True)."""
+    deadline: CallDeadline | None = None
     try:
-        iterator = await open_iterator()
+        iterator, deadline = await open_iterator()
         batched = getattr(iterator, "chunk_batches", None)
         pulled: AsyncIterator[list[StreamChunk]] | AsyncIterator[StreamChunk]
         pulled = batched() if batched is not None else iterator
@@ -132,7 +142,11 @@ async def _guarded(
                 # Only the pull is guarded: anything thrown in at the `yield` (a consumer or
                 # middleware error) is never turned into a failure finish.
                 try:
-                    got = await pull()
+                    if deadline is None:
+                        got = await pull()
+                    else:
+                        got = await deadline.guard(pull())
+                        deadline.first_output()
                 except StopAsyncIteration:
                     settled = True
                     return
@@ -148,6 +162,8 @@ async def _guarded(
                     for chunk in got:  # type: ignore[union-attr]  # one read's chunks
                         yield chunk
         finally:
+            if deadline is not None:
+                deadline.close()
             if not settled:
                 close = getattr(iterator, "aclose", None)
                 if close is not None:
@@ -163,7 +179,7 @@ class GuardedStream:
 
     __slots__ = ("_chunks", "_open", "_pulled")
 
-    def __init__(self, open_iterator: Callable[[], Awaitable[AsyncIterator[StreamChunk]]]) -> None:
+    def __init__(self, open_iterator: Opener) -> None:
         self._open = open_iterator
         self._chunks: AsyncGenerator[StreamChunk, None] | None = None
         self._pulled: AsyncGenerator[list[StreamChunk], None] | None = None

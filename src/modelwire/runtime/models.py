@@ -153,6 +153,16 @@ def check_model_info(route: str, model: str, info: ResolvedModelInfo) -> Resolve
         raise _fail(
             bad_info, route, model, f"pricing must be a ModelPricing or None, got {pricing!r}"
         )
+    wire: object = getattr(info, "wire", None)
+    if wire is not None and not _is_str(wire):
+        raise _fail(
+            bad_info, route, model, f"wire must be a non-empty string or None, got {wire!r}"
+        )
+    total: object = getattr(info, "default_timeout_ms", None)
+    first: object = getattr(info, "default_first_token_timeout_ms", None)
+    for field, ms in (("default_timeout_ms", total), ("default_first_token_timeout_ms", first)):
+        if ms is not None and not (_integral(ms) and ms > 0):  # type: ignore[operator]
+            raise _fail(bad_info, route, model, f"{field} must be a positive integer, got {ms!r}")
     assert isinstance(name, str)
     return ResolvedModelInfo(
         provider=route,
@@ -167,6 +177,9 @@ def check_model_info(route: str, model: str, info: ResolvedModelInfo) -> Resolve
         tool_choice=choice,  # type: ignore[arg-type]  # checked above
         parallel_tool_calls=parallel,  # type: ignore[arg-type]  # checked above
         pricing=pricing,
+        wire=wire if isinstance(wire, str) else None,
+        default_timeout_ms=None if total is None else int(total),  # type: ignore[call-overload]
+        default_first_token_timeout_ms=None if first is None else int(first),  # type: ignore[call-overload]
     )
 
 

@@ -1,7 +1,7 @@
 """Structured output at the runtime edge: the request checks of `output`, `tool_choice`,
-`parallel_tool_calls` and `provider_options` (`INVALID_OPTION`), the route's advertised support
-(`UNSUPPORTED_OPTION`, before any I/O), and the validation of the assembled answer against the
-schema where the provider does not enforce it (`OUTPUT_INVALID`).
+`parallel_tool_calls` and `provider_options` (`INVALID_OPTION`; whether a route honours them is
+`options_contract`), and the validation of the assembled answer against the schema where the
+provider does not enforce it (`OUTPUT_INVALID`).
 
 JSON Schema validation uses `jsonschema-rs` (Draft 4 to 2020-12, compiled once per schema and
 cached; measured here ~0.4 µs to validate a small object, against ~3 µs for fastjsonschema and
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Final
 
 import msgspec
 
-from ..errors import ErrorCode, LlmError
+from ..errors import ErrorCode
 from ..vocab import (
     BlockEnd,
     Error,
@@ -26,7 +26,6 @@ from ..vocab import (
     GenerateOptions,
     LlmFailure,
     OutputSchema,
-    ResolvedModelInfo,
     Stop,
     StreamChunk,
     TextBlock,
@@ -42,8 +41,6 @@ __all__ = [
     "checked_answer",
     "config_shape_problem",
     "shape_problem",
-    "unsupported",
-    "unsupported_option",
 ]
 
 _NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -160,17 +157,6 @@ def _json_problem(value: object) -> str | None:
     return None
 
 
-def unsupported_option(options: GenerateOptions, info: ResolvedModelInfo) -> str | None:
-    """The option the route cannot honour according to its advertised model info, or None."""
-    if options.output is not None and info.structured_output is None:
-        return "output (structured output)"
-    if options.tool_choice is not None and info.tool_choice is not True:
-        return "tool_choice"
-    if options.parallel_tool_calls is not None and info.parallel_tool_calls is not True:
-        return "parallel_tool_calls"
-    return None
-
-
 def answer_problem(output: OutputSchema, text: str) -> str | None:
     """Why `text` is not one JSON value matching `output.schema`, or None (one nesting past
     `MAX_JSON_DEPTH` is refused before it is decoded)."""
@@ -216,10 +202,3 @@ async def checked_answer(
                 yield Finish(Error(LlmFailure(message, ErrorCode.OUTPUT_INVALID)))
                 return
         yield chunk
-
-
-def unsupported(route: str, option: str) -> LlmError:
-    """The `UNSUPPORTED_OPTION` refusal of `option` on `route`."""
-    return LlmError(
-        f'route "{route}" cannot honour {option} for this model', ErrorCode.UNSUPPORTED_OPTION
-    )

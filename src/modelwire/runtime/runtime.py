@@ -31,7 +31,8 @@ from ..vocab import (
 )
 from ..vocab.typing import Coro
 from .adapter import LlmAdapter
-from .boundary import ChunkStream, GuardedStream
+from .boundary import ChunkStream, Dispatched, GuardedStream
+from .deadline import call_deadline
 from .directory import DirectoryRegistration, Discover, DiscoveryRegistry, ProviderDirectory
 from .embed import embed_call, embed_problem
 from .events import AdapterChangeListener, AdapterChangeNotifier
@@ -44,13 +45,8 @@ from .middleware import (
     dispatch_stream,
 )
 from .models import check_catalog, check_model_info, materialize
-from .output import (
-    checked_answer,
-    config_shape_problem,
-    shape_problem,
-    unsupported,
-    unsupported_option,
-)
+from .options_contract import refused_option, unsupported
+from .output import checked_answer, config_shape_problem, shape_problem
 from .prepared import CONFIG_DRIFT_MESSAGE, PreparedCall
 from .registry import AdapterRegistry, Registration, Route, unknown_route_text
 from .replay_filter import filter_replay_state
@@ -291,9 +287,10 @@ class LlmRuntime:
 
     async def _open_adapter(
         self, options: GenerateOptions, prepared: PreparedCall | None
-    ) -> AsyncIterator[StreamChunk]:
-        """Failure sites (a)-(c): check the request, select the route, resolve, filter replay
-        state, dispatch."""
+    ) -> Dispatched:
+        """Failure sites (a)-(c): check the request, select the route, resolve, refuse what the
+        route's row of the options contract refuses, filter replay state, dispatch; with the
+        call's deadlines."""
         problem = options_problem(options) or shape_problem(options)
         if problem is not None:
             raise LlmError(f"invalid request: {problem}", ErrorCode.INVALID_OPTION)
@@ -309,17 +306,19 @@ class LlmRuntime:
             if not call_config_equals(options, prepared.config):
                 raise LlmError(CONFIG_DRIFT_MESSAGE, ErrorCode.INVALID_PREPARED_CALL)
             info = prepared.model_info
-        option = unsupported_option(options, info)
+        option = refused_option(options, info)
         if option is not None:
             raise unsupported(options.provider, option)
         adapter = route.adapter
         request = filter_replay_state(options, adapter, self._registry.routes)
         stream = adapter.stream(request).__aiter__()
+        deadline = call_deadline(options, info)
         output = options.output
         if output is not None and not (output.strict and info.structured_output == "native-strict"):
             # the provider does not enforce the schema: the answer is checked here
-            return checked_answer(stream, output, options.provider, options.model).__aiter__()
-        return stream
+            checked = checked_answer(stream, output, options.provider, options.model)
+            return checked.__aiter__(), deadline
+        return stream, deadline
 
     async def generate(self, options: GenerateOptions) -> GenerateResult:
         """One call through `llm/generate` and `llm/stream`, fully assembled."""

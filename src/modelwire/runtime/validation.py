@@ -10,7 +10,8 @@ and a refused request never reaches the network:
   model id, the effort) must be strings without lone surrogates — ``messages[2].content[0].text
   contains a lone surrogate``;
 * ``temperature`` must be a finite number;
-* ``max_tokens`` must be an integer in ``1..MAX_OUTPUT_TOKENS``;
+* ``max_tokens`` must be an integer in ``1..MAX_OUTPUT_TOKENS``, the deadlines (``timeout_ms``,
+  ``first_token_timeout_ms``) integers in ``0..MAX_OUTPUT_TOKENS`` (0 = none);
 * ``messages`` must be a sequence of `Message`s with known roles and content blocks.
 
 Cost: one pass over the texts, per call (nothing here runs per chunk). `str.isascii` is O(1) in
@@ -108,6 +109,13 @@ def _max_tokens(value: object) -> str | None:
         return None
     shown = repr(value) if isinstance(value, (int, float)) else type(value).__name__
     return f"max_tokens must be an integer in 1..{MAX_OUTPUT_TOKENS}, got {shown}"
+
+
+def _deadline(value: object, field: str) -> str | None:
+    if value is None or (type(value) is int and 0 <= value <= MAX_OUTPUT_TOKENS):
+        return None
+    shown = repr(value) if isinstance(value, (int, float)) else type(value).__name__
+    return f"{field} must be an integer of ms in 0..{MAX_OUTPUT_TOKENS} (0 = none), got {shown}"
 
 
 def _stop(value: object) -> str | None:
@@ -242,6 +250,8 @@ def options_problem(options: object) -> str | None:
         or _optional_text(options.reasoning_effort, "reasoning_effort")
         or _optional_text(options.session_id, "session_id")
         or (None if purpose is None or purpose in _PURPOSES else "purpose is not a known purpose")
+        or _deadline(options.timeout_ms, "timeout_ms")
+        or _deadline(options.first_token_timeout_ms, "first_token_timeout_ms")
     )
 
 

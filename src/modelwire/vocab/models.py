@@ -92,6 +92,15 @@ class ResolvedModelInfo(msgspec.Struct, frozen=True, omit_defaults=True, kw_only
     """Whether the route can express `parallel_tool_calls` (None or False: not offered)."""
     pricing: ModelPricing | None = None
     """The model's list prices (None: unknown, so its calls' cost is unknown too)."""
+    wire: str | None = None
+    """The wire family a call of this model speaks (``deepseek``, ``openai-completions``, ...,
+    ``replay``): its row of the runtime's options contract (`runtime.options_contract`) decides
+    which `GenerateOptions` fields are honoured or refused. None: an adapter outside the table
+    (only the flags above are checked)."""
+    default_timeout_ms: int | None = None
+    """The route's total deadline of a call in ms, when the call sets none (None: no deadline)."""
+    default_first_token_timeout_ms: int | None = None
+    """The route's deadline until a call's first chunk in ms, when the call sets none."""
 
 
 class ConfigurableProvider(msgspec.Struct, frozen=True, omit_defaults=True, kw_only=True):

@@ -134,6 +134,8 @@ class GenerateOptions(msgspec.Struct, frozen=True, omit_defaults=True):
     """Extra top-level body fields for this call (a key modelwire writes itself is refused)."""
     timeout_ms: int | None = None
     """This call's total deadline in ms (overrides the route's `timeout_ms`; 0 = none)."""
+    first_token_timeout_ms: int | None = None
+    """This call's deadline until its first chunk, in ms (overrides the route's; 0 = none)."""
 
     def __post_init__(self) -> None:
         for name in ("messages", "tools", "stop"):

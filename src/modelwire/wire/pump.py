@@ -164,8 +164,6 @@ async def _batches(
                 failure = exc
             del data  # this read is not held while the consumer works, nor during the next
             if out:
-                if watchdog is not None:
-                    watchdog.first_output()
                 yield out
                 out = []
             if failure is not None:

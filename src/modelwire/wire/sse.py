@@ -6,7 +6,8 @@ stripped, lines ending in CRLF, LF or a lone CR (a CR at the end of a read is he
 read decides), comments ignored, multi-line ``data`` joined with ``\\n``, an event dispatched on a
 blank line only when it has at least one ``data`` line. It never buffers more than one unfinished
 line plus the pending event; the common LF-only read costs one ``bytes.split`` on the blank lines,
-and each one-line ``data: `` event one slice and one decode.
+each one-line ``data: `` event one slice and one decode, and each ``event: <name>`` + ``data: ``
+event (Responses, Anthropic) two slices, one decode and a lookup of its (cached) name.
 A line, or a pending event's data, larger than `MAX_EVENT_BYTES` (or the decoder's own
 `max_event_bytes`) fails with `LlmError` ``MALFORMED_RESPONSE``: every ``data`` line counts, with
 or without a colon, each adding its bytes plus the joining newline, so a body that never frames an
@@ -48,6 +49,21 @@ class SseEvent(msgspec.Struct, frozen=True, gc=False):
 
 def _text(raw: bytes | bytearray) -> str:
     return raw.decode("utf-8", "replace")
+
+
+_NAMES: dict[bytes, str] = {}
+"""Event names seen, decoded once (a protocol has a few dozen; bounded below)."""
+
+
+def _name(raw: bytes) -> str | None:
+    name = _NAMES.get(raw)
+    if name is None:
+        if not raw:
+            return None
+        if len(_NAMES) >= 512:
+            _NAMES.clear()
+        name = _NAMES[raw] = _text(raw)
+    return name
 
 
 class SseDecoder:
@@ -124,14 +140,22 @@ class SseDecoder:
         rest = blocks.pop()
         out: list[SseEvent] = []
         for block in blocks:
-            if (
-                block[:6] == b"data: "
-                and self._data is None
-                and self._event is None
-                and block.find(b"\n") < 0
-            ):
-                out.append(SseEvent(None, block[6:].decode("utf-8", "replace"), self._id))
-            elif block or self._data is not None:  # (an empty block: two blank lines)
+            if self._data is None and self._event is None:
+                if block[:6] == b"data: ":
+                    if block.find(b"\n") < 0:
+                        out.append(SseEvent(None, block[6:].decode("utf-8", "replace"), self._id))
+                        continue
+                elif block[:7] == b"event: ":  # `event: <name>` then one `data: ` line
+                    nl = block.find(b"\n")
+                    if (
+                        nl > 0
+                        and block.startswith(b"data: ", nl + 1)
+                        and block.find(b"\n", nl + 1) < 0
+                    ):
+                        data = block[nl + 7 :].decode("utf-8", "replace")
+                        out.append(SseEvent(_name(block[7:nl]), data, self._id))
+                        continue
+            if block or self._data is not None:  # (an empty block: two blank lines)
                 lines = block.split(b"\n")
                 lines.append(b"")
                 out += self._lines(lines)
@@ -160,24 +184,29 @@ class SseDecoder:
 
     def feed_pieces(self, pieces: list[bytes]) -> list[SseEvent]:
         """`feed` of the pieces of one read in order (a chunked body's HTTP chunks): a piece that
-        is one whole ``data: `` event (`data: ...\\n\\n`, no other line break) arriving with
-        nothing pending becomes its event without any line splitting; the others are fed."""
+        is one whole ``data: `` event (`data: ...\\n\\n`, no other line break), or one
+        ``event: <name>`` line and one ``data: `` line, arriving with nothing pending becomes its
+        event without any line splitting; the others are fed."""
         out: list[SseEvent] = []
         idle = self._idle()  # nothing pending: only a piece that is not one event changes it
         limit = self._limit
+        names = _NAMES
         for piece in pieces:
-            if (
-                idle
-                and piece[:6] == b"data: "
-                and piece[-2:] == b"\n\n"
-                and piece.find(b"\n", 6, -2) < 0
-                and piece.find(b"\r") < 0
-                and len(piece) <= limit
-            ):
-                out.append(SseEvent(None, piece[6:-2].decode("utf-8", "replace"), self._id))
-            else:
-                out += self.feed(piece)
-                idle = self._idle()
+            if idle and piece[-2:] == b"\n\n" and piece.find(b"\r") < 0 and len(piece) <= limit:
+                if piece[:6] == b"data: ":
+                    if piece.find(b"\n", 6, -2) < 0:
+                        out.append(SseEvent(None, piece[6:-2].decode("utf-8", "replace"), self._id))
+                        continue
+                elif piece[:7] == b"event: ":  # `event: <name>` then one `data: ` line
+                    nl = piece.find(b"\n", 7)
+                    if piece.startswith(b"data: ", nl + 1) and piece.find(b"\n", nl + 1, -2) < 0:
+                        raw = piece[7:nl]
+                        name = names.get(raw) or _name(raw)  # known names cost no call
+                        data = piece[nl + 7 : -2].decode("utf-8", "replace")
+                        out.append(SseEvent(name, data, self._id))
+                        continue
+            out += self.feed(piece)
+            idle = self._idle()
         return out
 
     def _idle(self) -> bool:

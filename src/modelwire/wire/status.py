@@ -5,10 +5,9 @@
 ``RATE_LIMIT``; 400 with context-overflow wording ``CONTEXT_WINDOW_EXCEEDED``, else
 ``INVALID_REQUEST``; 5xx ``SERVER``; anything else ``HTTP_<status>``. The message names the
 provider and the status and carries the provider's own error text, with credentials redacted.
-Google's envelope (``error.status`` and typed ``error.details``, also wrapped in a JSON array) is
-read too: what its details say goes first (`google_errors.google_error_code`: an
-``API_KEY_INVALID`` 400 is ``AUTH``, a per-minute 429 ``RATE_LIMIT`` whatever its wording), and
-its ``RetryInfo.retryDelay`` is the retry hint when no ``Retry-After`` header came.
+An envelope wrapped in a JSON array is read as its first element. What a vendor's envelope says
+beyond that (Google's typed details, Mistral's 422, Azure's content filter, Bedrock's exception
+header) is its protocol's `WireProtocol.http_error` hook, applied on top of this mapping.
 
 Every field of a failure that came from the provider is kept free of credentials, not only the
 message: `redact_failure` scrubs message, code and request id. Every adapter's non-2xx answer
@@ -37,7 +36,6 @@ from ..errors import (
     is_quota_exceeded_error,
 )
 from ..vocab import LlmFailure
-from .google_errors import GoogleErrorFacts, google_error_code, google_error_facts
 
 __all__ = [
     "error_detail",
@@ -61,8 +59,7 @@ class _ErrorObject(msgspec.Struct):
     message: object = None
     type: object = None
     code: object = None
-    status: object = None  # Google: the canonical status name (RESOURCE_EXHAUSTED, ...)
-    details: object = None  # Google: typed details (ErrorInfo, RetryInfo, QuotaFailure)
+    status: object = None  # a canonical status name (RESOURCE_EXHAUSTED, ...)
 
 
 class _ErrorEnvelope(msgspec.Struct):
@@ -75,8 +72,8 @@ _ENVELOPE: Final = msgspec.json.Decoder(_ErrorEnvelope | list[_ErrorEnvelope])
 
 
 def _decode(body_text: str) -> _ErrorEnvelope | None:
-    """The error envelope of a JSON body (the first one of a JSON array: Google's non-SSE
-    stream form), or None when the body is not one."""
+    """The error envelope of a JSON body (the first one of a JSON array), or None when the body
+    is not one."""
     try:
         found = _ENVELOPE.decode(body_text)
     except (msgspec.DecodeError, ValueError):
@@ -197,13 +194,6 @@ def _parse(envelope: _ErrorEnvelope | None) -> tuple[str | None, str, bool]:
     return message, " ".join(parts), True
 
 
-def _google(envelope: _ErrorEnvelope | None) -> GoogleErrorFacts | None:
-    err = envelope.error if envelope is not None else None
-    if not isinstance(err, _ErrorObject):
-        return None
-    return google_error_facts(err.status, err.details)
-
-
 def error_detail(body_text: str) -> tuple[str | None, str]:
     """Parse a provider error body into (provider message or None, classification detail).
 
@@ -281,10 +271,7 @@ def failure_for_status(
     kept = tuple(secret for secret in secrets if secret)
     envelope = _decode(body_text)
     provider_message, detail, parsed = _parse(envelope)
-    google = _google(envelope)
-    code = (
-        google_error_code(status, google, provider_message or "") if google is not None else None
-    ) or http_error_code(status, detail)
+    code = http_error_code(status, detail)
     text = provider_message
     if text is None and not parsed:
         text = _plain_text(body_text)
@@ -299,8 +286,6 @@ def failure_for_status(
         message = f"{message}: {text}"
     valid_status = status if 100 <= status <= 599 else None
     retry_after = parse_retry_after(_header(headers, "retry-after"), now=now)
-    if retry_after is None and google is not None:
-        retry_after = google.retry_delay_ms  # Google's RetryInfo: its only retry hint
     failure = LlmFailure(
         message,
         code,

@@ -10,11 +10,8 @@ One event-loop timer serves the whole stream: a read only records its deadline, 
 when it fires early, re-schedules itself for the latest deadline. That keeps the per-read cost to
 a clock read and two attribute stores (``asyncio.timeout`` per read would allocate a timer each).
 
-Two deadlines may sit beside the idle budget, both counted from the first guarded await (the
-request): `total_ms`, the whole call's budget, and `first_token_ms`, the budget until the pump
-reports the first chunk (`first_output`). Bytes that produce no chunk (keep-alive comments)
-re-arm only the idle budget, so a relay that pulses forever still meets the total deadline. Each
-expiry says which budget fired.
+The call's own deadlines (`timeout_ms`, `first_token_timeout_ms`) are not the watchdog's: the
+runtime's failure boundary enforces them for every adapter (`runtime.deadline`).
 """
 
 from __future__ import annotations
@@ -57,11 +54,6 @@ def validate_idle_timeout_ms(value: object, *, field: str = "stream_idle_timeout
     return float(value)
 
 
-_IDLE: Final = 0  # the budget that fired: the idle one, ...
-_FIRST: Final = 1  # ... the first-token deadline, or ...
-_TOTAL: Final = 2  # ... the whole call's
-
-
 def ms_text(ms: float) -> str:
     """A budget in ms as a failure message writes it (`1500`, `0.5`)."""
     return str(int(ms)) if float(ms).is_integer() else repr(ms)
@@ -86,48 +78,18 @@ class IdleWatchdog:
         "_cancelling",
         "_deadline",
         "_fired",
-        "_first_at",
-        "_first_message",
-        "_first_ms",
-        "_first_s",
         "_handle",
         "_loop",
         "_message",
-        "_reason",
-        "_started",
         "_task",
         "_timeout_s",
-        "_total_at",
-        "_total_message",
-        "_total_ms",
-        "_total_s",
         "timeout_ms",
     )
 
-    def __init__(
-        self,
-        timeout_ms: float,
-        *,
-        message: str | None = None,
-        total_ms: float | None = None,
-        total_message: str | None = None,
-        first_token_ms: float | None = None,
-        first_token_message: str | None = None,
-    ) -> None:
+    def __init__(self, timeout_ms: float, *, message: str | None = None) -> None:
         self.timeout_ms = validate_idle_timeout_ms(timeout_ms)
         self._timeout_s = self.timeout_ms / 1000.0
-        # The texts are built when an error needs them (a stream mostly never does).
-        self._message = message
-        self._total_s = math.inf if total_ms is None else total_ms / 1000.0
-        self._total_message = total_message
-        self._total_ms = total_ms or 0
-        self._first_s = math.inf if first_token_ms is None else first_token_ms / 1000.0
-        self._first_message = first_token_message
-        self._first_ms = first_token_ms or 0
-        self._total_at = math.inf  # absolute loop times, set on the first guarded await
-        self._first_at = math.inf
-        self._reason = _IDLE  # which budget the pending read is under
-        self._started = False
+        self._message = message  # the text is built when an error needs it (mostly never)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[object] | None = None
         self._handle: asyncio.TimerHandle | None = None
@@ -141,10 +103,6 @@ class IdleWatchdog:
         """The text of the idle `TIMEOUT` error this watchdog raises."""
         return self._message or idle_text(self.timeout_ms)
 
-    def first_output(self) -> None:
-        """The stream produced its first chunk: the first-token deadline no longer applies."""
-        self._first_at = math.inf
-
     async def guard(self, awaitable: Awaitable[T]) -> T:
         """Await `awaitable` within the idle budget; expiry raises `LlmError` code ``TIMEOUT``."""
         loop = self._loop
@@ -153,23 +111,7 @@ class IdleWatchdog:
         self._task = asyncio.current_task()  # an async generator may be driven by another task
         if self._fired:
             raise self._error(None)
-        now = loop.time()
-        if not self._started:  # the request: both call deadlines count from here
-            self._started = True
-            self._total_at = now + self._total_s
-            self._first_at = now + self._first_s
-        deadline = now + self._timeout_s
-        reason = _IDLE
-        if self._first_at < deadline:
-            deadline, reason = self._first_at, _FIRST
-        if self._total_at <= deadline:
-            deadline, reason = self._total_at, _TOTAL
-        if deadline <= now:
-            self._reason = reason
-            self._fired = True
-            raise self._error(None)
-        self._deadline = deadline
-        self._reason = reason
+        self._deadline = loop.time() + self._timeout_s
         self._armed = True
         if self._handle is None:
             self._handle = loop.call_at(self._deadline, self._on_timer)
@@ -190,16 +132,7 @@ class IdleWatchdog:
             self._handle = None
 
     def _error(self, cause: BaseException | None) -> LlmError:
-        return LlmError(self._text(), ErrorCode.TIMEOUT, cause=cause)
-
-    def _text(self) -> str:
-        if self._reason == _FIRST:
-            return self._first_message or f"no first token within {ms_text(self._first_ms)}ms"
-        if self._reason == _TOTAL:
-            return self._total_message or (
-                f"call exceeded its total deadline of {ms_text(self._total_ms)}ms"
-            )
-        return self.message
+        return LlmError(self.message, ErrorCode.TIMEOUT, cause=cause)
 
     def _on_timer(self) -> None:
         self._handle = None

@@ -358,6 +358,7 @@ def resolve_model_info(config: DeepSeekConfig, provider: str, model: str) -> Res
         tool_choice=True,
         parallel_tool_calls=False,  # not a DeepSeek API parameter
         pricing=catalog_pricing(entry.id),
+        wire="deepseek",
     )
 
 

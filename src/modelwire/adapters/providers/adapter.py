@@ -285,7 +285,8 @@ class ProvidersAdapter(LlmAdapter):
         profile = self._profile(snapshot, provider)
         desc = self._model(profile, model)
         reasoning = None
-        if desc.reasoning:
+        spec = protocol(desc.api)
+        if desc.reasoning and (spec.reasoning is None or spec.reasoning(desc)):
             levels = desc.levels
             reasoning = ModelReasoningInfo(
                 tuple(ReasoningEffortInfo(level, level.capitalize()) for level in levels),
@@ -301,8 +302,11 @@ class ProvidersAdapter(LlmAdapter):
             reasoning=reasoning,
             structured_output=structured_output_support(desc),
             tool_choice=True,
-            parallel_tool_calls=protocol(desc.api).parallel_tool_calls,
+            parallel_tool_calls=spec.parallel_tool_calls,
             pricing=desc.pricing,
+            wire=desc.api,
+            default_timeout_ms=profile.timeout_ms,
+            default_first_token_timeout_ms=profile.first_token_timeout_ms,
         )
 
     # ---- streaming ----------------------------------------------------------------------------

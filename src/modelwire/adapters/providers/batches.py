@@ -106,7 +106,7 @@ class RouteBatches:
             model = resolve_endpoint(profile, model, self._env)
             check_media(options.messages, model)
             spec = protocol(model.api)
-            effort = _effort(profile, model, options)
+            effort = _effort(profile, model, options, spec)
             built = _request(spec, profile, model, effort, options, options.messages, None, None)
             out.append(built.body)
         return out

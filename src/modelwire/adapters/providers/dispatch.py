@@ -1,6 +1,6 @@
 """One call of a providers route, up to its first byte: every check before I/O, the endpoint
 (account placeholders, the AWS region), the request of the route's protocol, its auth (a key
-header, a profile header, SigV4, or nothing on a keyless route), the call's deadlines, and the
+header, a profile header, SigV4, or nothing on a keyless route), the idle budget, and the
 transport (HTTP + SSE or event stream, or a WebSocket) — handed to the pump as a `StreamSource`.
 """
 
@@ -22,7 +22,7 @@ from ...wire.http import stream_post_pieces
 from ...wire.pump import Read, StreamSource
 from ...wire.ratelimit import RateLimiter
 from ...wire.transport import Transport
-from ...wire.watchdog import IdleWatchdog, idle_text, ms_text
+from ...wire.watchdog import IdleWatchdog, idle_text
 from ..shape import refuse_free_text_tools
 from .config import ResolvedProfile
 from .context import to_context
@@ -151,11 +151,6 @@ def _vertex_base(profile: ResolvedProfile, env: Mapping[str, str]) -> str:
 
 
 def _check(snapshot: Snapshot, options: GenerateOptions) -> tuple[ResolvedProfile, ModelDescriptor]:
-    if options.stop:
-        raise LlmError(
-            f'provider "{options.provider}": the stop option is not supported',
-            ErrorCode.UNSUPPORTED_OPTION,
-        )
     profile = snapshot.profiles.get(options.provider)
     if profile is None:
         raise LlmError(
@@ -171,13 +166,15 @@ def _check(snapshot: Snapshot, options: GenerateOptions) -> tuple[ResolvedProfil
 
 
 def _effort(
-    profile: ResolvedProfile, model: ModelDescriptor, options: GenerateOptions
+    profile: ResolvedProfile, model: ModelDescriptor, options: GenerateOptions, spec: WireProtocol
 ) -> str | None:
     effort = options.reasoning_effort or profile.reasoning
-    if effort is not None and effort not in model.levels:
+    carried = spec.reasoning is None or spec.reasoning(model)
+    levels = model.levels if carried else ("off",)
+    if effort is not None and effort not in levels:
         raise LlmError(
             f'provider "{profile.route}" model "{model.id}" does not support reasoning effort '
-            f'"{effort}"; it supports ' + ", ".join(model.levels),
+            f'"{effort}"; it supports ' + ", ".join(levels),
             ErrorCode.UNSUPPORTED_REASONING_EFFORT,
         )
     return effort
@@ -232,24 +229,10 @@ def _headers(
     return headers
 
 
-def _watchdog(profile: ResolvedProfile, options: GenerateOptions) -> IdleWatchdog:
-    total = options.timeout_ms if options.timeout_ms is not None else profile.timeout_ms
-    first = profile.first_token_timeout_ms
-    where = f'provider "{profile.route}" model "{options.model}"' if total or first else ""
-    return IdleWatchdog(  # the deadline texts only when the deadline is set
-        profile.stream_idle_timeout_ms,
-        message=idle_text(profile.stream_idle_timeout_ms, ""),
-        total_ms=total or None,
-        total_message=f"{where}: the call exceeded its total deadline of {ms_text(total)}ms "
-        "(timeout_ms)"
-        if total
-        else None,
-        first_token_ms=first,
-        first_token_message=f"{where}: no first token within {ms_text(first)}ms "
-        "(first_token_timeout_ms)"
-        if first
-        else None,
-    )
+def _watchdog(profile: ResolvedProfile) -> IdleWatchdog:
+    """The idle budget of the reads (the call's deadlines are the runtime boundary's)."""
+    ms = profile.stream_idle_timeout_ms
+    return IdleWatchdog(ms, message=idle_text(ms, ""))
 
 
 async def open_call(
@@ -266,8 +249,8 @@ async def open_call(
     """Every check and the request build (before any I/O), then the reads and translator;
     with a `limiter`, the reads wait for the route's permit first (`limited_reads`)."""
     profile, model = _check(snapshot, options)
-    effort = _effort(profile, model, options)
     spec = protocol(model.api)
+    effort = _effort(profile, model, options, spec)
     if not spec.free_text_tools:
         refuse_free_text_tools(options.tools, profile.route, model.api)
     key = None if profile.auth == "none" else resolve_route_key(profile, env)
@@ -309,7 +292,7 @@ async def open_call(
     )
     if options.output is not None and spec.structured_output(model) == "emulated":
         record.answer_tool = options.output.name  # a forced tool whose input is the answer
-    watchdog = _watchdog(profile, options)
+    watchdog = _watchdog(profile)
     framer = spec.framer() if spec.framer is not None else None
     reads: AsyncGenerator[Read, None]
     if profile.transport == "websocket":

@@ -23,6 +23,7 @@ too. HTTP failures map exactly as a chat call's (`wire.http.stream_post` with th
 from __future__ import annotations
 
 import array
+import asyncio
 import base64
 import time
 from collections.abc import Callable, Mapping
@@ -250,13 +251,7 @@ async def embed_request(
     total = options.timeout_ms if options.timeout_ms is not None else profile.timeout_ms
     where = f'provider "{profile.route}" model "{options.model}"'
     watchdog = IdleWatchdog(
-        profile.stream_idle_timeout_ms,
-        message=idle_text(profile.stream_idle_timeout_ms, ""),
-        total_ms=total or None,
-        total_message=f"{where}: the call exceeded its total deadline of {ms_text(total)}ms "
-        "(timeout_ms)"
-        if total
-        else None,
+        profile.stream_idle_timeout_ms, message=idle_text(profile.stream_idle_timeout_ms, "")
     )
     answer_headers: dict[str, str] = {}
 
@@ -285,8 +280,18 @@ async def embed_request(
         permit = await limiter.acquire(profile.route, estimate, limits=profile.rate_limits)
     del body
     tokens: int | None = None
+    deadline = asyncio.timeout(total / 1000 if total else None)  # the call's total deadline
     try:
-        parts = [piece async for piece in reads]
+        try:
+            async with deadline:
+                parts = [piece async for piece in reads]
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            raise LlmError(
+                f"{where}: the call exceeded its total deadline of {ms_text(total or 0)}ms (timeout_ms)",
+                ErrorCode.TIMEOUT,
+            ) from None
         answer = decode_answer(
             family,
             b"".join(parts),

@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from pathlib import Path
 from typing import TYPE_CHECKING, assert_never
 
+import msgspec
+
 from ...errors import ErrorCode, HarnessError, LlmError
 from ...policy import RetryPolicy
 from ...runtime.adapter import LlmAdapter
@@ -232,9 +234,9 @@ class ReplayAdapter(LlmAdapter):
     async def resolve_model(self, provider: str, model: str) -> ResolvedModelInfo:
         """Catalog metadata, else what the recording implies (defaults, efforts, window)."""
         found = self._catalog.resolve(provider, model) if self._catalog is not None else None
-        if found is not None:
-            return found
-        return recorded_model_info(self._headers, self._contexts, provider, model)
+        if found is None:
+            found = recorded_model_info(self._headers, self._contexts, provider, model)
+        return msgspec.structs.replace(found, wire="replay")  # the replay row of the contract
 
     def stream(self, options: GenerateOptions) -> AsyncIterator[StreamChunk]:
         """Bind the session (first-call order) and advance its cursor now; replay on iteration.

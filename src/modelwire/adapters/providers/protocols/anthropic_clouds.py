@@ -41,6 +41,7 @@ from .anthropic_stream import AnthropicTranslator
 from .bedrock_errors import refine_bedrock_http_error
 from .bedrock_stream import record_exception
 from .common import ResponseRecord, malformed_event
+from .google_errors import refine_google_http_error
 from .request import BuiltRequest, RequestOptions, join_url
 from .spec import WireProtocol
 
@@ -167,6 +168,7 @@ PROTOCOLS: Final = {
         authorize_async=authorize_google,
         ambient_env=(TOKEN_ENV, "GOOGLE_APPLICATION_CREDENTIALS"),
         ambient_ready=google_ambient_ready,
+        http_error=refine_google_http_error,  # Vertex answers errors in Google's envelope
     ),
 }
 """The two cloud-hosted Anthropic protocols (registered lazily by `registry.protocol`)."""

@@ -91,27 +91,22 @@ def _stopped_message(record: ResponseRecord, categories: list[str]) -> str:
     return f'model "{record.model}": the Azure OpenAI content filter stopped the response{named}'
 
 
-class AzureCompletionsTranslator:
-    """`CompletionsTranslator` plus Azure's content-filter annotations."""
+class AzureCompletionsTranslator(CompletionsTranslator):
+    """The Chat Completions family's Azure dialect: `CompletionsTranslator` plus Azure's
+    content-filter annotations."""
 
-    __slots__ = ("_categories", "_inner", "_record")
+    __slots__ = ("_categories",)
 
     def __init__(self, record: ResponseRecord) -> None:
-        self._record = record
-        self._inner = CompletionsTranslator(record)
+        super().__init__(record)
         self._categories: list[str] = []
-
-    @property
-    def done(self) -> bool:
-        """`[DONE]` arrived: the response is complete."""
-        return self._inner.done
 
     def feed(self, event: SseEvent, out: list[StreamChunk]) -> None:
         """Translate one SSE event (annotations are decoded only when one says filtered)."""
         data = event.data
         if data and any(flag in data for flag in _FLAGGED):
             self._scan(data)
-        self._inner.feed(event, out)
+        super().feed(event, out)
 
     def _scan(self, data: str) -> None:
         try:
@@ -135,7 +130,7 @@ class AzureCompletionsTranslator:
             record.error_code = ErrorCode.CONTENT_FILTER
         if filtered:
             record.error_message = _stopped_message(record, self._categories)
-        self._inner.end(out)
+        super().end(out)
 
 
 class AzureResponsesTranslator:

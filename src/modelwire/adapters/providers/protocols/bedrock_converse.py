@@ -15,7 +15,8 @@ Structured output is native where Bedrock serves it (`structured_outputs`:
 ``outputConfig.textFormat`` with the schema as a JSON string, the answer streams as text);
 elsewhere it is a forced answer tool, as on ``anthropic-messages``: the adapter must then set
 `ResponseRecord.answer_tool` so the translator streams that tool's input as the answer's text.
-Converse has no switch for parallel tool calls: `parallel_tool_calls` is not sent.
+Converse has no switch for parallel tool calls: the protocol does not offer `parallel_tool_calls`
+(the runtime refuses it, `UNSUPPORTED_OPTION`).
 
 Authentication is ambient AWS (`aws_credentials.authorize`): a Bedrock API key as a bearer
 token, else a SigV4 signature over the final request.
@@ -372,5 +373,7 @@ PROTOCOL: Final = WireProtocol(
     http_error=refine_bedrock_http_error,
     signed_path=True,
     ambient_ready=aws_ambient_ready,
+    reasoning=is_claude,
+    parallel_tool_calls=False,
 )
 """The ``bedrock-converse-stream`` protocol (registered lazily by `registry.protocol`)."""

@@ -5,7 +5,8 @@ One text block and one reasoning block at most (created on first use); one tool-
 A ``custom`` tool call (OpenAI's free-form tools) carries its raw ``input`` text as arguments; a
 tool call of a type this translator does not know is kept in the replay envelope and reported.
 ``[DONE]`` completes the response: without any ``finish_reason`` before it, the finish is
-inferred (tool calls → tool-calls, else stop) and the envelope says so.
+inferred (tool calls → tool-calls, else stop) and the envelope says so. The frame is the family's
+(`chat_family.ChatStream`); this is its OpenAI dialect.
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ import msgspec
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
 from ....vocab.usage import TokenCount
-from ....wire.sse import SseEvent
+from .chat_family import ChatStream, StreamError, choice_zero
 from .common import (
     BlockRecord,
     ResponseRecord,
     StopReason,
-    end_stream,
     error_type_code,
-    malformed_event,
 )
 
 __all__ = ["CompletionsTranslator"]
@@ -100,18 +99,12 @@ class _Choice(msgspec.Struct, gc=False):
     usage: _Usage | None = None
 
 
-class _StreamError(msgspec.Struct, gc=False):
-    message: str | None = None
-    type: str | None = None
-    code: int | str | None = None
-
-
 class _Chunk(msgspec.Struct, gc=False):
     id: str | None = None
     model: str | None = None
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
-    error: _StreamError | None = None
+    error: StreamError | None = None
 
 
 _DECODE: Final = msgspec.json.Decoder(_Chunk).decode
@@ -127,35 +120,22 @@ _FINISH: Final[dict[str, StopReason]] = {
 }
 
 
-class CompletionsTranslator:
+class CompletionsTranslator(ChatStream[_Chunk]):
     """Folds Chat Completions stream events into chunks; `end()` closes the blocks and finishes."""
 
-    __slots__ = ("_reasoning", "_record", "_text", "_tools", "done")
+    __slots__ = ("_reasoning", "_text", "_tools")
+
+    _label = "Chat Completions"
+    _end_text = "Stream ended without finish_reason"
 
     def __init__(self, record: ResponseRecord) -> None:
-        self._record = record
-        self.done = False  # `[DONE]` arrived: the response is complete, stop reading
+        super().__init__(record, _DECODE)
         self._text: BlockRecord | None = None
         self._reasoning: BlockRecord | None = None
         self._tools: dict[object, BlockRecord] = {}
 
-    def feed(self, event: SseEvent, out: list[StreamChunk]) -> None:
-        """Translate one SSE event, appending its chunks to `out`."""
-        data = event.data
-        if data == "[DONE]":
-            self.done = True
-            return
-        if not data or self.done:
-            return
-        try:
-            chunk = _DECODE(data)
-        except msgspec.DecodeError as exc:
-            raise malformed_event(self._record, "Chat Completions", exc) from exc
+    def _chunk(self, chunk: _Chunk, data: str, out: list[StreamChunk]) -> None:
         record = self._record
-        if chunk.id and record.response_id is None:
-            record.response_id = chunk.id
-        if chunk.model and record.response_model is None and chunk.model != record.model:
-            record.response_model = chunk.model
         if chunk.usage is not None:
             self._usage(chunk.usage)
         if chunk.error is not None:
@@ -169,7 +149,7 @@ class CompletionsTranslator:
             return
         choice = choices[0]
         if choice.index:  # not choice 0 first: use choice 0 wherever it is, if it is there
-            found = next((c for c in choices if not c.index), None)
+            found = choice_zero(choices)
             if found is None:
                 return
             choice = found
@@ -279,17 +259,4 @@ class CompletionsTranslator:
             (details.cache_write_tokens if details is not None else None) or 0,
             usage.completion_tokens or 0,
             out_details.reasoning_tokens if out_details is not None else None,
-        )
-
-    def end(self, out: list[StreamChunk]) -> None:
-        """The stream ended: close every block (in content order), then usage and finish (a
-        finish inferred after ``[DONE]`` when no ``finish_reason`` came)."""
-        record = self._record
-        if self.done and record.stop_reason is None:
-            record.infer_finish()
-        if record.stop_reason is not None and record.stop_reason != "error":
-            for block in record.blocks:
-                block.close(out)
-        end_stream(
-            record, record.stop_reason is not None, "Stream ended without finish_reason", out
         )

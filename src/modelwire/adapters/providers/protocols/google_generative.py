@@ -67,6 +67,7 @@ from .google_body import (
     Tools,
     one_spelling,
 )
+from .google_errors import refine_google_http_error
 from .google_stream import GoogleTranslator
 from .request import BuiltRequest, RequestOptions, join_url, safe_tool_id
 from .spec import WireProtocol
@@ -350,5 +351,6 @@ PROTOCOL: Final = WireProtocol(
     key_headers=_key_header,
     key_header_names=("x-goog-api-key",),
     parallel_tool_calls=False,
+    http_error=refine_google_http_error,
 )
 """The Gemini API protocol (`registry.protocol("google-generative-ai")`)."""

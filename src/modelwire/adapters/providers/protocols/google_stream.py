@@ -32,10 +32,10 @@ import msgspec
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
 from ....vocab.usage import TokenCount
-from ....wire.google_errors import google_status_code
 from ....wire.sse import SseEvent
 from .common import BlockRecord, ResponseRecord, end_stream, malformed_event
 from .google_args import PartialArguments
+from .google_errors import google_status_code
 from .google_finish import finish_candidate
 
 __all__ = ["GoogleTranslator"]

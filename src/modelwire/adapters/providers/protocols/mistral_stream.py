@@ -9,7 +9,8 @@ without an id gets one derived from its index. Usage rides on the finish chunk: 
 tokens leave the input bucket, and no reasoning count is reported. A content chunk of another
 type (references, images, types this translator does not know) is kept whole in the replay
 envelope (an unknown type is reported, never an error); ``[DONE]`` without a finish reason
-completes the response with an inferred finish.
+completes the response with an inferred finish. The frame is the family's
+(`chat_family.ChatStream`); this is its Mistral dialect.
 """
 
 from __future__ import annotations
@@ -21,14 +22,12 @@ import msgspec
 from ....errors import ErrorCode
 from ....vocab import StreamChunk
 from ....vocab.usage import TokenCount
-from ....wire.sse import SseEvent
+from .chat_family import ChatStream, StreamError, choice_zero
 from .common import (
     BlockRecord,
     ResponseRecord,
     StopReason,
-    end_stream,
     error_type_code,
-    malformed_event,
 )
 from .mistral_body import mistral_tool_id
 
@@ -93,19 +92,13 @@ class _Choice(msgspec.Struct, gc=False):
     finish_reason: str | None = None
 
 
-class _StreamError(msgspec.Struct, gc=False):
-    message: str | None = None
-    type: str | None = None
-    code: int | str | None = None
-
-
 class _Chunk(msgspec.Struct, gc=False):
     id: str | None = None
     object: str | None = None
     model: str | None = None
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
-    error: _StreamError | None = None
+    error: StreamError | None = None
     # Mistral's flat error envelope: {"object": "error", "message", "type", "code"}
     message: msgspec.Raw = msgspec.Raw(b"")
     type: str | None = None
@@ -138,35 +131,21 @@ def _message_text(raw: msgspec.Raw) -> str | None:
     return value if isinstance(value, str) else data.decode()
 
 
-class MistralTranslator:
+class MistralTranslator(ChatStream[_Chunk]):
     """Folds Mistral chat completion chunks into chunks; `end()` closes the blocks and finishes."""
 
-    __slots__ = ("_current", "_last_tool", "_record", "_tools", "done")
+    __slots__ = ("_current", "_last_tool", "_tools")
+
+    _label = "Mistral chat"
+    _end_text = "Mistral stream ended without finish_reason"
 
     def __init__(self, record: ResponseRecord) -> None:
-        self._record = record
-        self.done = False  # `[DONE]` (or an error envelope) arrived: stop reading
+        super().__init__(record, _DECODE)
         self._current: BlockRecord | None = None  # the open text or reasoning block
         self._tools: dict[object, BlockRecord] = {}
         self._last_tool: BlockRecord | None = None
 
-    def feed(self, event: SseEvent, out: list[StreamChunk]) -> None:
-        """Translate one SSE event, appending its chunks to `out`."""
-        data = event.data
-        if data == "[DONE]":
-            self.done = True
-            return
-        if not data or self.done:
-            return
-        try:
-            chunk = _DECODE(data)
-        except msgspec.DecodeError as exc:
-            raise malformed_event(self._record, "Mistral chat", exc) from exc
-        record = self._record
-        if chunk.id and record.response_id is None:
-            record.response_id = chunk.id
-        if chunk.model and record.response_model is None and chunk.model != record.model:
-            record.response_model = chunk.model
+    def _chunk(self, chunk: _Chunk, data: str, out: list[StreamChunk]) -> None:
         if chunk.usage is not None:
             self._usage(chunk.usage)
         if chunk.error is not None or chunk.object == "error":
@@ -177,10 +156,11 @@ class MistralTranslator:
             return
         choice = choices[0]
         if choice.index:  # not choice 0 first: use choice 0 wherever it is, if it is there
-            found = next((c for c in choices if not c.index), None)
+            found = choice_zero(choices)
             if found is None:
                 return
             choice = found
+        record = self._record
         delta = choice.delta
         if delta is not None:
             if delta.content:
@@ -295,20 +275,8 @@ class MistralTranslator:
         cached = min(prompt, max(0, cached))
         self._record.openai_usage(prompt, cached, 0, usage.completion_tokens or 0, None)
 
-    def end(self, out: list[StreamChunk]) -> None:
-        """The stream ended: close the open blocks, then usage and finish (a finish inferred
-        after ``[DONE]`` when no finish reason came)."""
-        record = self._record
-        if self.done and record.stop_reason is None:
-            record.infer_finish()
-        if record.stop_reason is not None and record.stop_reason != "error":
-            self._close_current(out)
-            for block in record.blocks:
-                if not block.closed:
-                    block.close(out)
-        end_stream(
-            record,
-            record.stop_reason is not None,
-            "Mistral stream ended without finish_reason",
-            out,
-        )
+    def _close_blocks(self, out: list[StreamChunk]) -> None:
+        self._close_current(out)
+        for block in self._record.blocks:
+            if not block.closed:
+                block.close(out)

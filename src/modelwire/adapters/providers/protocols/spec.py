@@ -98,6 +98,9 @@ class WireProtocol(NamedTuple):
     elsewhere such a tool is refused with UNSUPPORTED_OPTION before any I/O."""
     authorize_async: AsyncAuthorize | None = None
     """Like `authorize`, for credentials that need I/O first (Google OAuth tokens)."""
+    reasoning: Callable[[ModelDescriptor], bool] | None = None
+    """Whether the protocol can carry a reasoning effort for a reasoning model (Converse: only
+    Claude's thinking); None = always. Where it cannot, the model offers no efforts."""
 
     @property
     def signs(self) -> bool:

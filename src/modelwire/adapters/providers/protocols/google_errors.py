@@ -8,6 +8,10 @@ with HTTP 400, yet it is a credential failure), ``google.rpc.RetryInfo`` a ``ret
 (a protobuf Duration such as ``"34.4s"``; the only retry hint Gemini gives, there is no
 ``Retry-After`` header) and ``google.rpc.QuotaFailure`` the quota ids that ran out (a
 ``...PerDay...`` quota does not come back within a retry; a per-minute one does).
+
+`refine_google_http_error` is the Google protocols' `WireProtocol.http_error` hook (Gemini and
+Anthropic on Vertex): the generic status mapping (`wire.status`) first, then what the envelope
+says on top of it.
 """
 
 from __future__ import annotations
@@ -17,11 +21,21 @@ import re
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
-from ..codes import ErrorCode
-from ..errortext import is_context_window_exceeded_error
-from .durations import duration_s
+import msgspec
 
-__all__ = ["GoogleErrorFacts", "google_error_code", "google_error_facts", "google_status_code"]
+from ....codes import ErrorCode
+from ....errors import LlmError
+from ....errortext import is_context_window_exceeded_error
+from ....wire.durations import duration_s
+from ....wire.status import reclassify
+
+__all__ = [
+    "GoogleErrorFacts",
+    "google_error_code",
+    "google_error_facts",
+    "google_status_code",
+    "refine_google_http_error",
+]
 
 _MAX_DELAY_MS: Final = float(2**53 - 1)
 _OVERFLOW: Final = re.compile(r"input token count.{0,40}exceeds", re.IGNORECASE | re.DOTALL)
@@ -118,3 +132,44 @@ def google_error_code(http_status: int, facts: GoogleErrorFacts, message: str) -
 def google_status_code(status: object) -> str | None:
     """The failure code of a canonical status name (an in-stream error's ``error.status``)."""
     return _STATUS_CODES.get(status) if isinstance(status, str) else None
+
+
+class _ErrorObject(msgspec.Struct):
+    message: object = None
+    status: object = None
+    details: object = None
+
+
+class _Envelope(msgspec.Struct):
+    error: _ErrorObject | str | None = None
+
+
+_ENVELOPE: Final = msgspec.json.Decoder(_Envelope | list[_Envelope])
+
+
+def refine_google_http_error(
+    error: LlmError, body_text: str, headers: Mapping[str, str], secrets: tuple[str, ...]
+) -> LlmError:
+    """The protocol's `spec.HttpError` hook: `google_error_code` over the reply's envelope (the
+    plain object or the first of a JSON array), and its `RetryInfo` delay as the retry hint when
+    no ``Retry-After`` header gave one. Idempotent; status, message and request id are kept."""
+    try:
+        found = _ENVELOPE.decode(body_text)
+    except (msgspec.DecodeError, ValueError):
+        return error
+    envelope = (found[0] if found else None) if isinstance(found, list) else found
+    err = envelope.error if envelope is not None else None
+    if not isinstance(err, _ErrorObject):
+        return error
+    facts = google_error_facts(err.status, err.details)
+    if facts is None:
+        return error
+    status = error.status if error.status is not None else 0
+    message = err.message if isinstance(err.message, str) else ""
+    refined = reclassify(error, google_error_code(status, facts, message) or error.code)
+    if refined.failure.provider_retry_after_ms is None and facts.retry_delay_ms is not None:
+        failure = msgspec.structs.replace(
+            refined.failure, provider_retry_after_ms=facts.retry_delay_ms
+        )
+        refined = LlmError.from_failure(failure, cause=error)
+    return refined
