@@ -18,7 +18,7 @@ through `TurnQueue.decide`, it is `queued` again and the next worker resumes the
 
 from __future__ import annotations
 
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, get_args
 
 import msgspec
 
@@ -92,7 +92,7 @@ class TicketStatus(msgspec.Struct, frozen=True):
         return self.state in DONE_STATES
 
 
-STATES: Final = ("queued", "running", "cancelling", "completed", "failed", "cancelled")
+STATES: Final[tuple[State, ...]] = get_args(State)  # every state a queue writes, one source
 
 
 def corrupt_ticket(where: str, ticket: object, field: str, value: object) -> HarnessError:
