@@ -1,0 +1,281 @@
+"""The agent endpoints of `modelwire serve`: agent turns for web frontends, streamed from the log.
+
+`POST /v1/agents/{name}/chat` (the AI SDK's `{id, messages}`) checks the client's history against
+the log (`chatbody.py`; a mismatch is 409), starts the turn as a task of the server (a client that
+leaves does not cancel it; `POST .../chat/{session_id}/stop` does) and answers the turn's UI
+message stream (`uistream.py`) from the log through the session's tail (`follow.py`).
+`GET .../chat/{session_id}/stream` resumes the running turn after `Last-Event-ID` or
+`?from_seq=` (a log seq; none: the whole turn), in any process on the same log database; 204 when
+no turn runs. `POST .../chat/{session_id}/decisions` decides a waiting call and, once none waits,
+resumes the turn. `POST /v1/agents/{name}/ag-ui` is the same turn as AG-UI events (`agui.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+from aiohttp import web
+
+from ..agent import Agent
+from ..errors import HarnessError
+from ..events import TurnEnd, TurnStart
+from ..session.log import SessionLog
+from .chatbody import (
+    history_problem,
+    logged_messages,
+    parse_body,
+    parse_decision,
+    seed_messages,
+)
+from .follow import Encoder, Followers, TurnTail
+from .handlers import GATEWAY
+from .uistream import HEADERS, UiEncoder
+
+__all__ = ["AGENTS", "AgentFactory", "AgentHost", "add_agent_routes"]
+
+AgentFactory = Callable[[SessionLog], "Agent[Any] | Awaitable[Agent[Any]]"]
+"""`FACTORY(log) -> Agent`, sync or async (Any: the user's agent, of any output type)."""
+
+_STATUS: Final = {
+    "SESSION_NOT_FOUND": 404,
+    "UNKNOWN_CALL": 404,
+    "NOTHING_TO_RESUME": 404,
+    "ALREADY_DECIDED": 409,
+    "TURN_IN_PROGRESS": 409,
+    "TURN_PAUSED": 409,
+    "APPROVAL_PENDING": 409,
+    "INVALID_SESSION_ID": 400,
+    "INVALID_ARGS": 400,
+}
+
+
+def problem(status: int, code: str, message: str) -> web.Response:
+    """A JSON error reply `{"error": {code, message}}`."""
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+class AgentHost:
+    """The app's agents, their running turns and the session tails (one per session)."""
+
+    def __init__(self, factories: Mapping[str, AgentFactory]) -> None:
+        self.factories = dict(factories)
+        self.agents: dict[str, Agent[Any]] = {}
+        self.turns: dict[str, asyncio.Task[object]] = {}
+        self.followers: Followers | None = None
+
+    async def start(self, log: SessionLog) -> None:
+        self.followers = Followers(log)
+        for name, factory in self.factories.items():
+            made = factory(log)
+            self.agents[name] = await made if inspect.isawaitable(made) else made
+
+    async def stop(self) -> None:
+        for task in list(self.turns.values()):
+            task.cancel()
+        for task in list(self.turns.values()):
+            with contextlib.suppress(BaseException):
+                await task
+        if self.followers is not None:
+            await self.followers.close()
+
+    def run(self, session_id: str, work: Awaitable[object]) -> None:
+        """Run `work` (a turn) as the server's task, not the request's."""
+
+        async def turn() -> object:
+            try:
+                return await work
+            finally:
+                if self.turns.get(session_id) is task:
+                    del self.turns[session_id]
+
+        task = asyncio.ensure_future(turn())
+        self.turns[session_id] = task
+
+
+AGENTS: Final = web.AppKey("agents", AgentHost)
+
+
+def _agent(request: web.Request) -> tuple[AgentHost, Agent[Any], str] | web.Response:
+    host = request.app[AGENTS]
+    name = request.match_info["name"]
+    agent = host.agents.get(name)
+    if agent is None:
+        known = ", ".join(sorted(host.agents)) or "none"
+        return problem(404, "UNKNOWN_AGENT", f"no agent {name!r} on this server (agents: {known})")
+    return host, agent, name
+
+
+def _followers(host: AgentHost) -> Followers:
+    assert host.followers is not None, "the app has started"
+    return host.followers
+
+
+async def stream(
+    request: web.Request, host: AgentHost, tail: TurnTail, after: int | None
+) -> web.StreamResponse:
+    """Send `tail`'s frames after seq `after` to the client until the turn ends or it leaves."""
+    response = web.StreamResponse(headers=HEADERS)
+    await response.prepare(request)
+    async with _followers(host).follow(tail):
+        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+            async for data in tail.after(after):
+                await response.write(data)
+            await response.write_eof()
+    return response
+
+
+def _encoder(session_id: str) -> Callable[[], Encoder]:
+    return lambda: UiEncoder(session_id)
+
+
+async def _chat(request: web.Request) -> web.StreamResponse:
+    found = _agent(request)
+    if isinstance(found, web.Response):
+        return found
+    host, agent, _ = found
+    body = parse_body(await request.read())
+    if isinstance(body, str):
+        return problem(400, "INVALID_REQUEST", body)
+    sid = body.id
+    log = agent.log
+    if host.turns.get(sid) is not None or _followers(host).running(sid) is not None:
+        return problem(409, "TURN_IN_PROGRESS", f"session {sid!r} has a turn running")
+    try:
+        exists = await log.exists(sid)
+        events = await log.read(sid, chunks=False) if exists else []
+    except HarnessError as error:
+        return problem(_STATUS.get(error.code, 500), error.code, error.message)
+    earlier = body.messages[:-1]
+    if exists:
+        why = history_problem(logged_messages(events), earlier)
+        if why is not None:
+            return problem(409, "HISTORY_MISMATCH", f"session {sid!r}: {why}")
+    elif earlier:
+        await log.append_many(sid, seed_messages(earlier), barrier=True)
+        events = await log.read(sid, chunks=False)
+    base = events[-1].seq + 1 if events else 0
+    tail = _followers(host).tail(sid, base, _encoder(sid), fresh=True)
+    host.run(sid, agent.run_turn(sid, body.messages[-1].text()))
+    return await stream(request, host, tail, None)
+
+
+def _from_seq(request: web.Request) -> int | web.Response | None:
+    raw = request.headers.get("Last-Event-ID") or request.query.get("from_seq")
+    if raw is None or raw == "":
+        return None
+    if not raw.isdigit():
+        return problem(400, "INVALID_REQUEST", f"Last-Event-ID / from_seq {raw!r} is not a seq")
+    return int(raw)
+
+
+async def turn_bounds(log: SessionLog, sid: str) -> tuple[int | None, int | None]:
+    """The seqs of the session's last `turn/start` and last `turn/end` (None: none)."""
+    start = await log.latest(sid, "turn/start")
+    end = await log.latest(sid, "turn/end")
+    return (
+        start.seq if start is not None and isinstance(start.data, TurnStart) else None,
+        end.seq if end is not None and isinstance(end.data, TurnEnd) else None,
+    )
+
+
+async def resume_tail(
+    request: web.Request, make: Callable[[], Encoder]
+) -> tuple[AgentHost, TurnTail, int | None] | web.Response:
+    """The tail a resume of `request`'s session follows, or the reply (204, 400, 404)."""
+    found = _agent(request)
+    if isinstance(found, web.Response):
+        return found
+    host, agent, _ = found
+    sid = request.match_info["session_id"]
+    after = _from_seq(request)
+    if isinstance(after, web.Response):
+        return after
+    running = _followers(host).running(sid)
+    if running is not None:
+        return host, running, after
+    try:
+        if not await agent.log.exists(sid):
+            return problem(404, "SESSION_NOT_FOUND", f"session {sid!r} does not exist")
+        start, end = await turn_bounds(agent.log, sid)
+    except HarnessError as error:
+        return problem(_STATUS.get(error.code, 500), error.code, error.message)
+    if start is None:
+        return web.Response(status=204)
+    ended = end is not None and end > start
+    if ended and (after is None or after < start or after >= (end or 0)):
+        return web.Response(status=204)
+    return host, _followers(host).tail(sid, start, make), after
+
+
+async def _resume(request: web.Request) -> web.StreamResponse:
+    sid = request.match_info["session_id"]
+    found = await resume_tail(request, _encoder(sid))
+    if isinstance(found, web.Response):
+        return found
+    host, tail, after = found
+    return await stream(request, host, tail, after)
+
+
+async def _decisions(request: web.Request) -> web.StreamResponse:
+    found = _agent(request)
+    if isinstance(found, web.Response):
+        return found
+    host, agent, _ = found
+    sid = request.match_info["session_id"]
+    decision = parse_decision(await request.read())
+    if isinstance(decision, str):
+        return problem(400, "INVALID_REQUEST", decision)
+    try:
+        if not await agent.log.exists(sid):
+            return problem(404, "SESSION_NOT_FOUND", f"session {sid!r} does not exist")
+        await agent.decide(sid, decision.call_id, decision.approve, decision.reason)
+        waiting = await agent.pending(sid)
+    except HarnessError as error:
+        return problem(_STATUS.get(error.code, 500), error.code, error.message)
+    resumed = not waiting and host.turns.get(sid) is None
+    if resumed:
+        last = await agent.log.read(sid, chunks=False)
+        base = last[-1].seq + 1 if last else 0
+        _followers(host).tail(sid, base, _encoder(sid), fresh=True)
+        host.run(sid, agent.resume_turn(sid))
+    return web.json_response(
+        {"decided": decision.call_id, "waiting": [p.call_id for p in waiting], "resumed": resumed}
+    )
+
+
+async def _stop(request: web.Request) -> web.StreamResponse:
+    found = _agent(request)
+    if isinstance(found, web.Response):
+        return found
+    host, _, _ = found
+    sid = request.match_info["session_id"]
+    task = host.turns.get(sid)
+    if task is None:
+        return problem(404, "NO_TURN_RUNNING", f"no turn of session {sid!r} runs on this server")
+    task.cancel()
+    return web.json_response({"stopped": sid})
+
+
+def add_agent_routes(app: web.Application, factories: Mapping[str, AgentFactory]) -> None:
+    """Register the agent endpoints and build the agents when the app starts (after the
+    gateway, on its log)."""
+    host = AgentHost(factories)
+    app[AGENTS] = host
+
+    async def start(app: web.Application) -> None:
+        await host.start(app[GATEWAY].log)
+
+    async def stop(app: web.Application) -> None:
+        await host.stop()
+
+    app.on_startup.append(start)
+    app.on_shutdown.append(stop)
+    base = "/v1/agents/{name}"
+    app.router.add_post(base + "/chat", _chat)
+    app.router.add_get(base + "/chat/{session_id}/stream", _resume)
+    app.router.add_post(base + "/chat/{session_id}/decisions", _decisions)
+    app.router.add_post(base + "/chat/{session_id}/stop", _stop)

@@ -1,0 +1,166 @@
+"""Following a session's running turn in the log: one reader per session per process.
+
+`Followers.tail(session_id, from_seq)` gives the session's `TurnTail`: one task that reads the
+log from `from_seq` on (polling every `poll_ms`; the log may be written by this process or any
+other on the same database), folds the turn's events into encoded SSE frames once (`encode`),
+and keeps them in one list that every client of the turn reads at its own pace. A client that
+never reads holds a position in that list, not a copy, so memory grows with the turn, not with
+the number of clients; a thousand clients of one turn still make one log reader. The tail stops
+at the turn's end (or when its last client left while the turn is still open elsewhere) and is
+dropped once no client follows it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Final, Protocol
+
+from ..errors import ErrorCode, HarnessError
+from ..events import Event
+from ..session.log import SessionLog
+
+__all__ = ["POLL_MS", "Encoder", "Followers", "TurnTail"]
+
+POLL_MS: Final = 25
+
+
+class Encoder(Protocol):
+    """Turns one log event into SSE bytes (empty: nothing to send) and knows when the turn ended."""
+
+    finished: bool
+
+    def encode(self, event: Event) -> bytes: ...
+
+    def fail(self, seq: int, message: str) -> bytes:
+        """The end of a stream that cannot go on (the log failed), after seq `seq`."""
+        ...
+
+
+class TurnTail:
+    """One turn's frames, shared by every follower in the process (module docstring)."""
+
+    def __init__(
+        self, log: SessionLog, session_id: str, from_seq: int, encoder: Encoder, poll_ms: int
+    ) -> None:
+        self.log = log
+        self.session_id = session_id
+        self.next_seq = from_seq
+        self.encoder = encoder
+        self.frames: list[tuple[int, bytes]] = []
+        self.done = False
+        self.failure: str | None = None
+        self.clients = 0
+        self._poll_s = poll_ms / 1000
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None and not self.done:
+            self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _publish(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    async def _run(self) -> None:
+        try:
+            while not self.done:
+                events = await self._read()
+                for event in events:
+                    self.next_seq = event.seq + 1
+                    data = self.encoder.encode(event)
+                    if data:
+                        self.frames.append((event.seq, data))
+                    if self.encoder.finished:
+                        self.done = True
+                        break
+                if events:
+                    self._publish()
+                if not self.done:
+                    await asyncio.sleep(self._poll_s)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the followers get the failure as the end of their stream
+            self.failure = f"reading session {self.session_id!r} failed: {error}"
+            self.frames.append(
+                (self.next_seq - 1, self.encoder.fail(self.next_seq - 1, self.failure))
+            )
+            self.done = True
+        self._publish()
+
+    async def _read(self) -> list[Event]:
+        try:
+            return await self.log.read(self.session_id, self.next_seq)
+        except HarnessError as error:
+            if error.code == ErrorCode.SESSION_NOT_FOUND:
+                return []  # the turn has not written its first event yet
+            raise
+
+    async def after(self, seq: int | None) -> AsyncIterator[bytes]:
+        """The frames of events after `seq` (all with None), as they come, to the turn's end."""
+        at = 0
+        if seq is not None:
+            while at < len(self.frames) and self.frames[at][0] <= seq:
+                at += 1
+        while True:
+            changed = self._changed
+            while at < len(self.frames):
+                yield self.frames[at][1]
+                at += 1
+                if seq is not None:
+                    while at < len(self.frames) and self.frames[at][0] <= seq:
+                        at += 1
+            if self.done:
+                return
+            await changed.wait()
+
+
+class Followers:
+    """The process's tails, one per session (module docstring)."""
+
+    def __init__(self, log: SessionLog, poll_ms: int = POLL_MS) -> None:
+        self.log = log
+        self.poll_ms = poll_ms
+        self._tails: dict[str, TurnTail] = {}
+
+    def running(self, session_id: str) -> TurnTail | None:
+        """The session's tail in this process while its turn has not ended."""
+        tail = self._tails.get(session_id)
+        return tail if tail is not None and not tail.done else None
+
+    def tail(
+        self, session_id: str, from_seq: int, make: Callable[[], Encoder], *, fresh: bool = False
+    ) -> TurnTail:
+        """The session's tail (a new one reading from `from_seq` when none follows a running turn
+        here, or when `fresh`: a new turn of this process starts there)."""
+        tail = self._tails.get(session_id)
+        if tail is None or fresh or (tail.done and tail.clients == 0):
+            tail = TurnTail(self.log, session_id, from_seq, make(), self.poll_ms)
+            self._tails[session_id] = tail
+        tail.start()
+        return tail
+
+    @contextlib.asynccontextmanager
+    async def follow(self, tail: TurnTail) -> AsyncIterator[TurnTail]:
+        """Count one client of `tail` for the block; the last one out drops it."""
+        tail.clients += 1
+        try:
+            yield tail
+        finally:
+            tail.clients -= 1
+            if tail.clients == 0 and self._tails.get(tail.session_id) is tail and tail.done:
+                del self._tails[tail.session_id]
+
+    async def close(self) -> None:
+        tails, self._tails = list(self._tails.values()), {}
+        for tail in tails:
+            await tail.stop()

@@ -1,0 +1,117 @@
+"""Issue 37: agent turns for web frontends — the AI SDK's UI message stream from the log.
+
+The client is the real AI SDK (`ai` under node: `DefaultChatTransport` and `readUIMessageStream`
+parse the stream into UI messages), the agent a real `Agent` on a scripted model over HTTP, the
+log real (memory, SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import aiohttp
+import pytest
+from approval_model import plan_text
+from web_helpers import WebModel, parts, read_sse, sdk, serving, user
+
+
+@pytest.fixture(autouse=True)
+def _counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APPROVAL_COUNTER", str(tmp_path / "ran.txt"))
+
+
+@pytest.fixture
+async def model() -> WebModel:
+    m = WebModel()
+    await m.start()
+    yield m  # type: ignore[misc]
+    await m.stop()
+
+
+async def test_ui_stream_is_parsed_by_the_ai_sdk_into_reasoning_and_text(model: WebModel) -> None:
+    async with serving(model) as url:
+        got = await sdk("send", f"{url}/v1/agents/bot/chat", "s1", [user("hi there")])
+    message = got["message"]
+    assert message["role"] == "assistant"
+    kinds = [p["type"] for p in message["parts"]]
+    assert kinds == ["step-start", "reasoning", "text"]
+    assert message["parts"][1]["text"] == "thinking"
+    assert message["parts"][2] == {"type": "text", "text": "echo hi there", "state": "done"}
+    types = [c["type"] for c in got["chunks"]]
+    assert types[0] == "start" and types[-1] == "finish"
+    assert "start-step" in types and "finish-step" in types
+
+
+async def test_each_sse_event_id_is_the_log_seq_it_came_from(
+    model: WebModel, tmp_path: Path
+) -> None:
+    from modelwire.session import open_log
+
+    log = await open_log(f"sqlite:///{tmp_path / 'web.db'}")
+    try:
+        async with serving(model, log) as url, aiohttp.ClientSession() as http:
+            body = {"id": "s2", "messages": [user("one two")]}
+            async with http.post(f"{url}/v1/agents/bot/chat", json=body) as response:
+                assert response.headers["x-vercel-ai-ui-message-stream"] == "v1"
+                events = await read_sse(response)
+        logged = {e.seq: e.type for e in await log.read("s2")}
+        assert events[-1]["data"] == "[DONE]"
+        for event in events:
+            kind = json.loads(event["data"])["type"] if event["data"] != "[DONE]" else None
+            seq = event["id"]
+            if kind == "start":
+                assert logged[seq] == "turn/start"
+            elif kind in ("text-delta", "reasoning-delta", "text-start", "text-end"):
+                assert logged[seq] == "assistant/chunk"
+            elif kind == "finish":
+                assert logged[seq] == "turn/end"
+    finally:
+        await log.close()
+
+
+async def test_tool_calls_and_results_become_the_sdks_tool_parts(model: WebModel) -> None:
+    async with serving(model) as url:
+        plan = plan_text([("look", {})])
+        got = await sdk("send", f"{url}/v1/agents/bot/chat", "s3", [user(plan)])
+    tool_parts = [p for p in got["message"]["parts"] if p["type"] == "dynamic-tool"]
+    assert len(tool_parts) == 1
+    assert tool_parts[0]["toolName"] == "look"
+    assert tool_parts[0]["state"] == "output-available"
+    assert tool_parts[0]["output"] == "looked"
+    texts = [p["text"] for p in got["message"]["parts"] if p["type"] == "text"]
+    assert texts == ["results: looked"]
+
+
+async def test_a_client_that_leaves_does_not_cancel_the_turn(model: WebModel) -> None:
+    model.hold = True
+    async with serving(model) as url, aiohttp.ClientSession() as http:
+        body = {"id": "s4", "messages": [user("keep going")]}
+        response = await http.post(f"{url}/v1/agents/bot/chat", json=body)
+        await asyncio.wait_for(model.holding.wait(), 30)
+        response.close()
+        model.release.set()
+        got = await sdk("resume", f"{url}/v1/agents/bot/chat", "s4")
+        for _ in range(400):
+            if got["status"] == 204:
+                break
+            await asyncio.sleep(0.025)
+            got = await sdk("resume", f"{url}/v1/agents/bot/chat", "s4")
+        async with http.get(f"{url}/v1/agents/bot/chat/s4/stream") as again:
+            assert again.status == 204
+        body = {
+            "id": "s4",
+            "messages": [
+                user("keep going"),
+                {
+                    "id": "a",
+                    "role": "assistant",
+                    "parts": [{"type": "text", "text": "echo keep going"}],
+                },
+                user("next", "u2"),
+            ],
+        }
+        async with http.post(f"{url}/v1/agents/bot/chat", json=body) as response2:
+            assert response2.status == 200
+            events = parts(await read_sse(response2))
+    assert "".join(e.get("delta", "") for e in events if e["type"] == "text-delta") == "echo next"
