@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import re
 import shutil
+import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -73,15 +77,71 @@ def make_factory(url: str) -> Any:
     return factory
 
 
+class Served(str):
+    """The base URL of a served app, with the app."""
+
+    app: web.Application
+
+
 @asynccontextmanager
-async def serving(model: WebModel, log: str | SessionLog = "memory:") -> AsyncIterator[str]:
+async def serving(model: WebModel, log: str | SessionLog = "memory:") -> AsyncIterator[Served]:
     """The app with agent `bot` on `model`; yields its base URL."""
     app = create_app({}, log, agents={"bot": make_factory(model.base_url)})
     runner, url = await start_site(app)
+    served = Served(url)
+    served.app = app
     try:
-        yield url
+        yield served
     finally:
         await runner.cleanup()
+
+
+@asynccontextmanager
+async def serve_process(model: WebModel, log: str, tmp: Path, counter: Path) -> AsyncIterator[str]:
+    """A real `modelwire serve --agent bot=approval_agent:make_agent` process on `log`."""
+    config = tmp / "empty.toml"
+    config.write_text("")
+    support = str(Path(__file__).parents[1] / "support")
+    env = {
+        **os.environ,
+        "APPROVAL_MODEL_URL": model.base_url,
+        "APPROVAL_COUNTER": str(counter),
+        "PYTHONPATH": os.pathsep.join([support, os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "modelwire",
+        "serve",
+        "--config",
+        str(config),
+        "--log",
+        log,
+        "--port",
+        "0",
+        "--agent",
+        "bot=approval_agent:make_agent",
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    seen = b""
+    try:
+        while True:
+            line = await asyncio.wait_for(proc.stderr.readline(), 60)  # a hang guard
+            seen += line
+            if not line:
+                raise AssertionError(f"modelwire serve exited: {seen.decode()}")
+            found = re.search(rb"listening on (http://127\.0\.0\.1:\d+)", line)
+            if found:
+                break
+        yield found.group(1).decode()
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(proc.wait(), 60)
 
 
 async def read_sse(response: aiohttp.ClientResponse, stop_after: int | None = None) -> list[Json]:

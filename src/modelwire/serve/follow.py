@@ -108,17 +108,14 @@ class TurnTail:
     async def after(self, seq: int | None) -> AsyncIterator[bytes]:
         """The frames of events after `seq` (all with None), as they come, to the turn's end."""
         at = 0
-        if seq is not None:
-            while at < len(self.frames) and self.frames[at][0] <= seq:
-                at += 1
+        skip = -1 if seq is None else seq
         while True:
             changed = self._changed
             while at < len(self.frames):
-                yield self.frames[at][1]
+                frame_seq, data = self.frames[at]
                 at += 1
-                if seq is not None:
-                    while at < len(self.frames) and self.frames[at][0] <= seq:
-                        at += 1
+                if frame_seq > skip:
+                    yield data
             if self.done:
                 return
             await changed.wait()
