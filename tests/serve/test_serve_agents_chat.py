@@ -115,3 +115,47 @@ async def test_a_client_that_leaves_does_not_cancel_the_turn(model: WebModel) ->
             assert response2.status == 200
             events = parts(await read_sse(response2))
     assert "".join(e.get("delta", "") for e in events if e["type"] == "text-delta") == "echo next"
+
+
+async def test_a_needs_approval_call_is_an_approval_request_decided_over_http_then_resumed(
+    model: WebModel, tmp_path: Path
+) -> None:
+    from approval_agent import counted
+
+    async with serving(model) as url, aiohttp.ClientSession() as http:
+        chat = f"{url}/v1/agents/bot/chat"
+        plan = plan_text([("pay", {"amount": 5}), ("look", {})])
+        paused = await sdk("send", chat, "ap", [user(plan)])
+        tools = {
+            p["toolCallId"]: p for p in paused["message"]["parts"] if p["type"] == "dynamic-tool"
+        }
+        assert tools["call_0"]["state"] == "approval-requested"
+        assert tools["call_0"]["input"] == {"amount": 5}
+        assert tools["call_1"]["state"] == "output-available"
+        assert counted(str(tmp_path / "ran.txt")) == ["look call_1"]
+        finish = [c for c in paused["chunks"] if c["type"] == "finish"]
+        assert finish == [{"type": "finish", "finishReason": "tool-calls"}]
+        async with http.get(f"{chat}/ap/stream") as none:
+            assert none.status == 204  # paused: no turn runs
+        decide = f"{chat}/ap/decisions"
+        async with http.post(decide, json={"call_id": "nope", "approve": True}) as r:
+            assert r.status == 404 and (await r.json())["error"]["code"] == "UNKNOWN_CALL"
+        async with http.post(decide, json={"call_id": "call_0"}) as r:
+            assert r.status == 400
+        async with http.post(decide, json={"call_id": "call_0", "approve": True}) as r:
+            assert r.status == 200
+            answer = await r.json()
+        assert answer["decided"] == "call_0" and answer["waiting"] == [] and answer["resumed"]
+        # the client resumes after the seq the answer names, continuing its paused message
+        resumed = await sdk("resume", chat, "ap", paused["message"], answer["from_seq"])
+        async with http.post(decide, json={"call_id": "call_0", "approve": False}) as r:
+            assert r.status == 409 and (await r.json())["error"]["code"] == "ALREADY_DECIDED"
+    assert resumed["status"] == 200
+    parts_by_id = {
+        p["toolCallId"]: p for p in resumed["message"]["parts"] if p["type"] == "dynamic-tool"
+    }
+    assert parts_by_id["call_0"]["state"] == "output-available"
+    assert parts_by_id["call_0"]["output"] == "paid 5"
+    texts = [p["text"] for p in resumed["message"]["parts"] if p["type"] == "text"]
+    assert texts == ["results: paid 5 | looked"]  # in call order
+    assert sorted(counted(str(tmp_path / "ran.txt"))) == ["look call_1", "pay call_0"]

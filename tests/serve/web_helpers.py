@@ -177,12 +177,16 @@ def node_ready() -> None:
         pytest.fail("node and tests/serve/web/node_modules (npm ci in tests/serve/web) are needed")
 
 
-async def sdk(mode: str, api: str, session: str, given: object = None) -> Json:
+async def sdk(
+    mode: str, api: str, session: str, given: object = None, last_event_id: int | None = None
+) -> Json:
     """Run the AI SDK client `web/ui.mjs` (see there); its JSON result."""
     node_ready()
     args = ["node", str(WEB / "ui.mjs"), mode, api, session]
-    if given is not None:
+    if given is not None or last_event_id is not None:
         args.append(json.dumps(given))
+    if last_event_id is not None:
+        args.append(str(last_event_id))
     proc = await asyncio.create_subprocess_exec(
         *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=WEB
     )

@@ -21,6 +21,7 @@ from typing import Any, Final
 from aiohttp import web
 
 from ..agent import Agent
+from ..agent.approval import approval_state
 from ..errors import HarnessError
 from ..events import TurnEnd, TurnStart
 from ..session.log import SessionLog
@@ -206,7 +207,7 @@ async def resume_tail(
     if start is None:
         return web.Response(status=204)
     ended = end is not None and end > start
-    if ended and (after is None or after < start or after >= (end or 0)):
+    if ended and (after is None or after >= (end or 0)):
         return web.Response(status=204)
     return host, _followers(host).tail(sid, start, make), after
 
@@ -233,17 +234,22 @@ async def _decisions(request: web.Request) -> web.StreamResponse:
         if not await agent.log.exists(sid):
             return problem(404, "SESSION_NOT_FOUND", f"session {sid!r} does not exist")
         await agent.decide(sid, decision.call_id, decision.approve, decision.reason)
-        waiting = await agent.pending(sid)
+        waiting = (await approval_state(agent.log, sid)).undecided
     except HarnessError as error:
         return problem(_STATUS.get(error.code, 500), error.code, error.message)
     resumed = not waiting and host.turns.get(sid) is None
+    last = await agent.log.read(sid, chunks=False)
+    base = last[-1].seq + 1 if last else 0
     if resumed:
-        last = await agent.log.read(sid, chunks=False)
-        base = last[-1].seq + 1 if last else 0
         _followers(host).tail(sid, base, _encoder(sid), fresh=True)
         host.run(sid, agent.resume_turn(sid))
     return web.json_response(
-        {"decided": decision.call_id, "waiting": [p.call_id for p in waiting], "resumed": resumed}
+        {
+            "decided": decision.call_id,
+            "waiting": [p.call_id for p in waiting],
+            "resumed": resumed,
+            "from_seq": base - 1,
+        }
     )
 
 
