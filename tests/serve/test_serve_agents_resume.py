@@ -54,7 +54,7 @@ async def following(app: object, sid: str, clients: int) -> None:
     tail."""
     host = app[AGENTS]  # type: ignore[index]
     for _ in range(6000):
-        tail = host.followers._tails.get(sid)
+        tail = host.followers._tails.get((sid, "ui"))
         if tail is not None and tail.clients == clients:
             return
         await asyncio.sleep(0.01)
@@ -134,7 +134,7 @@ async def test_two_hundred_followers_of_one_turn_share_one_log_reader(model: Web
             assert host.followers is not None
             tails = host.followers._tails
             assert len(tails) == 1
-            assert tails["many"].clients == 201
+            assert tails[("many", "ui")].clients == 201
             model.release.set()
             streams = await asyncio.gather(*(read_sse(f) for f in [first, *followers]))
             for f in [first, *followers]:

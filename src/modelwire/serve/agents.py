@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
 from aiohttp import web
@@ -26,6 +26,7 @@ from ..errors import HarnessError
 from ..events import TurnEnd, TurnStart
 from ..session.log import SessionLog
 from .chatbody import (
+    UiMessage,
     history_problem,
     logged_messages,
     parse_body,
@@ -98,9 +99,12 @@ class AgentHost:
 
 
 AGENTS: Final = web.AppKey("agents", AgentHost)
+UI: Final = "ui"
+"""The tail kind of the UI message stream (AG-UI's is `agui.AGUI`)."""
 
 
-def _agent(request: web.Request) -> tuple[AgentHost, Agent[Any], str] | web.Response:
+def find_agent(request: web.Request) -> tuple[AgentHost, Agent[Any], str] | web.Response:
+    """The app's host, the agent `{name}` names and the name, or the 404."""
     host = request.app[AGENTS]
     name = request.match_info["name"]
     agent = host.agents.get(name)
@@ -116,10 +120,14 @@ def _followers(host: AgentHost) -> Followers:
 
 
 async def stream(
-    request: web.Request, host: AgentHost, tail: TurnTail, after: int | None
+    request: web.Request,
+    host: AgentHost,
+    tail: TurnTail,
+    after: int | None,
+    headers: Mapping[str, str] = HEADERS,
 ) -> web.StreamResponse:
     """Send `tail`'s frames after seq `after` to the client until the turn ends or it leaves."""
-    response = web.StreamResponse(headers=HEADERS)
+    response = web.StreamResponse(headers=headers)
     await response.prepare(request)
     async with _followers(host).follow(tail):
         with contextlib.suppress(ConnectionError, asyncio.CancelledError):
@@ -133,8 +141,40 @@ def _encoder(session_id: str) -> Callable[[], Encoder]:
     return lambda: UiEncoder(session_id)
 
 
+async def start_turn(
+    host: AgentHost,
+    agent: Agent[Any],
+    sid: str,
+    earlier: Sequence[UiMessage],
+    text: str,
+    kind: str,
+    make: Callable[[], Encoder],
+) -> TurnTail | web.Response:
+    """Check `earlier` against the session's log (a new session is seeded from it), start the
+    turn on `text` as the server's task, and return the tail its stream follows (or the refusal)."""
+    log = agent.log
+    if host.turns.get(sid) is not None:
+        return problem(409, "TURN_IN_PROGRESS", f"session {sid!r} has a turn running")
+    try:
+        exists = await log.exists(sid)
+        events = await log.read(sid, chunks=False) if exists else []
+        if exists:
+            why = history_problem(logged_messages(events), earlier)
+            if why is not None:
+                return problem(409, "HISTORY_MISMATCH", f"session {sid!r}: {why}")
+        elif earlier:
+            await log.append_many(sid, seed_messages(earlier), barrier=True)
+            events = await log.read(sid, chunks=False)
+    except HarnessError as error:
+        return problem(_STATUS.get(error.code, 500), error.code, error.message)
+    base = events[-1].seq + 1 if events else 0
+    tail = _followers(host).tail(sid, kind, base, make, fresh=True)
+    host.run(sid, agent.run_turn(sid, text))
+    return tail
+
+
 async def _chat(request: web.Request) -> web.StreamResponse:
-    found = _agent(request)
+    found = find_agent(request)
     if isinstance(found, web.Response):
         return found
     host, agent, _ = found
@@ -142,25 +182,10 @@ async def _chat(request: web.Request) -> web.StreamResponse:
     if isinstance(body, str):
         return problem(400, "INVALID_REQUEST", body)
     sid = body.id
-    log = agent.log
-    if host.turns.get(sid) is not None or _followers(host).running(sid) is not None:
-        return problem(409, "TURN_IN_PROGRESS", f"session {sid!r} has a turn running")
-    try:
-        exists = await log.exists(sid)
-        events = await log.read(sid, chunks=False) if exists else []
-    except HarnessError as error:
-        return problem(_STATUS.get(error.code, 500), error.code, error.message)
-    earlier = body.messages[:-1]
-    if exists:
-        why = history_problem(logged_messages(events), earlier)
-        if why is not None:
-            return problem(409, "HISTORY_MISMATCH", f"session {sid!r}: {why}")
-    elif earlier:
-        await log.append_many(sid, seed_messages(earlier), barrier=True)
-        events = await log.read(sid, chunks=False)
-    base = events[-1].seq + 1 if events else 0
-    tail = _followers(host).tail(sid, base, _encoder(sid), fresh=True)
-    host.run(sid, agent.run_turn(sid, body.messages[-1].text()))
+    text = body.messages[-1].text()
+    tail = await start_turn(host, agent, sid, body.messages[:-1], text, UI, _encoder(sid))
+    if isinstance(tail, web.Response):
+        return tail
     return await stream(request, host, tail, None)
 
 
@@ -184,10 +209,10 @@ async def turn_bounds(log: SessionLog, sid: str) -> tuple[int | None, int | None
 
 
 async def resume_tail(
-    request: web.Request, make: Callable[[], Encoder]
+    request: web.Request, kind: str, make: Callable[[], Encoder]
 ) -> tuple[AgentHost, TurnTail, int | None] | web.Response:
     """The tail a resume of `request`'s session follows, or the reply (204, 400, 404)."""
-    found = _agent(request)
+    found = find_agent(request)
     if isinstance(found, web.Response):
         return found
     host, agent, _ = found
@@ -195,7 +220,7 @@ async def resume_tail(
     after = _from_seq(request)
     if isinstance(after, web.Response):
         return after
-    running = _followers(host).running(sid)
+    running = _followers(host).running(sid, kind)
     if running is not None:
         return host, running, after
     try:
@@ -209,12 +234,12 @@ async def resume_tail(
     ended = end is not None and end > start
     if ended and (after is None or after >= (end or 0)):
         return web.Response(status=204)
-    return host, _followers(host).tail(sid, start, make), after
+    return host, _followers(host).tail(sid, kind, start, make), after
 
 
 async def _resume(request: web.Request) -> web.StreamResponse:
     sid = request.match_info["session_id"]
-    found = await resume_tail(request, _encoder(sid))
+    found = await resume_tail(request, UI, _encoder(sid))
     if isinstance(found, web.Response):
         return found
     host, tail, after = found
@@ -222,7 +247,7 @@ async def _resume(request: web.Request) -> web.StreamResponse:
 
 
 async def _decisions(request: web.Request) -> web.StreamResponse:
-    found = _agent(request)
+    found = find_agent(request)
     if isinstance(found, web.Response):
         return found
     host, agent, _ = found
@@ -241,7 +266,7 @@ async def _decisions(request: web.Request) -> web.StreamResponse:
     last = await agent.log.read(sid, chunks=False)
     base = last[-1].seq + 1 if last else 0
     if resumed:
-        _followers(host).tail(sid, base, _encoder(sid), fresh=True)
+        _followers(host).tail(sid, UI, base, _encoder(sid), fresh=True)
         host.run(sid, agent.resume_turn(sid))
     return web.json_response(
         {
@@ -254,7 +279,7 @@ async def _decisions(request: web.Request) -> web.StreamResponse:
 
 
 async def _stop(request: web.Request) -> web.StreamResponse:
-    found = _agent(request)
+    found = find_agent(request)
     if isinstance(found, web.Response):
         return found
     host, _, _ = found
@@ -269,6 +294,8 @@ async def _stop(request: web.Request) -> web.StreamResponse:
 def add_agent_routes(app: web.Application, factories: Mapping[str, AgentFactory]) -> None:
     """Register the agent endpoints and build the agents when the app starts (after the
     gateway, on its log)."""
+    from .agui import ag_ui, ag_ui_resume
+
     host = AgentHost(factories)
     app[AGENTS] = host
 
@@ -285,3 +312,5 @@ def add_agent_routes(app: web.Application, factories: Mapping[str, AgentFactory]
     app.router.add_get(base + "/chat/{session_id}/stream", _resume)
     app.router.add_post(base + "/chat/{session_id}/decisions", _decisions)
     app.router.add_post(base + "/chat/{session_id}/stop", _stop)
+    app.router.add_post(base + "/ag-ui", ag_ui)
+    app.router.add_get(base + "/ag-ui/{session_id}/stream", ag_ui_resume)

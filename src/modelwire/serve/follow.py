@@ -1,6 +1,7 @@
 """Following a session's running turn in the log: one reader per session per process.
 
-`Followers.tail(session_id, from_seq)` gives the session's `TurnTail`: one task that reads the
+`Followers.tail(session_id, kind, from_seq, make)` gives the session's `TurnTail` of one wire
+protocol `kind` (the UI message stream, AG-UI): one task that reads the
 log from `from_seq` on (polling every `poll_ms`; the log may be written by this process or any
 other on the same database), folds the turn's events into encoded SSE frames once (`encode`),
 and keeps them in one list that every client of the turn reads at its own pace. A client that
@@ -29,7 +30,8 @@ POLL_MS: Final = 25
 class Encoder(Protocol):
     """Turns one log event into SSE bytes (empty: nothing to send) and knows when the turn ended."""
 
-    finished: bool
+    @property
+    def finished(self) -> bool: ...
 
     def encode(self, event: Event) -> bytes: ...
 
@@ -52,6 +54,7 @@ class TurnTail:
         self.done = False
         self.failure: str | None = None
         self.clients = 0
+        self.kind = ""
         self._poll_s = poll_ms / 1000
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -127,22 +130,30 @@ class Followers:
     def __init__(self, log: SessionLog, poll_ms: int = POLL_MS) -> None:
         self.log = log
         self.poll_ms = poll_ms
-        self._tails: dict[str, TurnTail] = {}
+        self._tails: dict[tuple[str, str], TurnTail] = {}
 
-    def running(self, session_id: str) -> TurnTail | None:
-        """The session's tail in this process while its turn has not ended."""
-        tail = self._tails.get(session_id)
+    def running(self, session_id: str, kind: str) -> TurnTail | None:
+        """The session's `kind` tail in this process while its turn has not ended."""
+        tail = self._tails.get((session_id, kind))
         return tail if tail is not None and not tail.done else None
 
     def tail(
-        self, session_id: str, from_seq: int, make: Callable[[], Encoder], *, fresh: bool = False
+        self,
+        session_id: str,
+        kind: str,
+        from_seq: int,
+        make: Callable[[], Encoder],
+        *,
+        fresh: bool = False,
     ) -> TurnTail:
-        """The session's tail (a new one reading from `from_seq` when none follows a running turn
-        here, or when `fresh`: a new turn of this process starts there)."""
-        tail = self._tails.get(session_id)
+        """The session's `kind` tail (a new one reading from `from_seq` when none follows a
+        running turn here, or when `fresh`: a new turn of this process starts there)."""
+        key = (session_id, kind)
+        tail = self._tails.get(key)
         if tail is None or fresh or (tail.done and tail.clients == 0):
             tail = TurnTail(self.log, session_id, from_seq, make(), self.poll_ms)
-            self._tails[session_id] = tail
+            tail.kind = kind
+            self._tails[key] = tail
         tail.start()
         return tail
 
@@ -150,12 +161,13 @@ class Followers:
     async def follow(self, tail: TurnTail) -> AsyncIterator[TurnTail]:
         """Count one client of `tail` for the block; the last one out drops it."""
         tail.clients += 1
+        key = (tail.session_id, tail.kind)
         try:
             yield tail
         finally:
             tail.clients -= 1
-            if tail.clients == 0 and self._tails.get(tail.session_id) is tail and tail.done:
-                del self._tails[tail.session_id]
+            if tail.clients == 0 and self._tails.get(key) is tail and tail.done:
+                del self._tails[key]
 
     async def close(self) -> None:
         tails, self._tails = list(self._tails.values()), {}
