@@ -15,6 +15,8 @@ import pytest
 from approval_model import plan_text
 from web_helpers import WebModel, parts, read_sse, sdk, serving, user
 
+from modelwire.serve.agents import AGENTS
+
 
 @pytest.fixture(autouse=True)
 def _counter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -159,3 +161,55 @@ async def test_a_needs_approval_call_is_an_approval_request_decided_over_http_th
     texts = [p["text"] for p in resumed["message"]["parts"] if p["type"] == "text"]
     assert texts == ["results: paid 5 | looked"]  # in call order
     assert sorted(counted(str(tmp_path / "ran.txt"))) == ["look call_1", "pay call_0"]
+
+
+async def test_a_failed_turn_ends_the_stream_with_an_error_part(model: WebModel) -> None:
+    async with serving(model) as url:
+        got = await sdk("send", f"{url}/v1/agents/bot/chat", "err", [user("fail")])
+    errors = [c for c in got["chunks"] if c["type"] == "error"]
+    assert len(errors) == 1 and "the scripted model refuses" in errors[0]["errorText"]
+    assert "the scripted model refuses" in got["failure"]  # the SDK's own error handling
+
+
+async def test_an_explicit_stop_cancels_the_turn(model: WebModel) -> None:
+    model.hold = True
+    async with serving(model) as url, aiohttp.ClientSession() as http:
+        chat = f"{url}/v1/agents/bot/chat"
+        body = {"id": "halt", "messages": [user("never finished")]}
+        async with http.post(chat, json=body) as response:
+            await asyncio.wait_for(model.holding.wait(), 30)
+            async with http.post(f"{chat}/halt/stop") as stopped:
+                assert stopped.status == 200
+            events = parts(await read_sse(response))
+        async with http.post(f"{chat}/halt/stop") as again:
+            assert again.status == 404
+        host = url.app[AGENTS]
+        ends = [e for e in await host.agents["bot"].log.read("halt") if e.type == "turn/end"]
+    assert [e.data.reason.kind for e in ends] == ["aborted"]
+    assert events[-1] == {"type": "finish", "finishReason": "other"}
+    assert {"type": "error", "errorText": "the turn ended: aborted"} in events
+
+
+async def test_a_client_that_never_reads_does_not_hold_the_turn(model: WebModel) -> None:
+    async with serving(model) as url, aiohttp.ClientSession() as http:
+        host, port = url.removeprefix("http://").split(":")
+        _reader, writer = await asyncio.open_connection(host, int(port))
+        payload = json.dumps({"id": "deaf", "messages": [user("word " * 20000)]}).encode()
+        writer.write(
+            b"POST /v1/agents/bot/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload)
+        )
+        await writer.drain()  # and never read a byte of the answer
+        log = url.app[AGENTS].agents["bot"].log
+        for _ in range(3000):  # a hang guard, not a deadline: the turn ends on its own
+            if await log.exists("deaf") and await log.latest("deaf", "turn/end") is not None:
+                break
+            await asyncio.sleep(0.02)
+        end = await log.latest("deaf", "turn/end")
+        assert end is not None and end.data.reason.kind == "completed"
+        async with http.post(
+            f"{url}/v1/agents/bot/chat", json={"id": "other", "messages": [user("still here")]}
+        ) as r:
+            texts = [e.get("delta", "") for e in parts(await read_sse(r))]
+        assert "".join(texts).endswith("echo still here")
+        writer.close()

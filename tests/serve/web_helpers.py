@@ -34,7 +34,8 @@ Json = dict[str, Any]
 
 class WebModel(ApprovalModel):
     """`ApprovalModel`, and for a plain-text prompt: reasoning, then the words of `echo <prompt>`
-    one delta each; with `hold` set, the answer waits for `release` after its first word."""
+    one delta each; with `hold` set, the answer waits for `release` after its first word. The
+    prompt `fail` is answered 400."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -49,6 +50,9 @@ class WebModel(ApprovalModel):
         if not plan or plan.startswith("{"):
             return await super()._chat(request)
         self.requests.append(body)
+        if plan == "fail":
+            error = {"message": "the scripted model refuses", "type": "invalid_request_error"}
+            return web.json_response({"error": error}, status=400)
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         head = {"id": "c-web", "object": "chat.completion.chunk", "created": 1, "model": MODEL}

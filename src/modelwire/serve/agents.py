@@ -34,7 +34,7 @@ from .chatbody import (
     seed_messages,
 )
 from .follow import Encoder, Followers, TurnTail
-from .handlers import GATEWAY
+from .handlers import GATEWAY, GRACE_MS
 from .uistream import HEADERS, UiEncoder
 
 __all__ = ["AGENTS", "AgentFactory", "AgentHost", "add_agent_routes"]
@@ -75,7 +75,11 @@ class AgentHost:
             made = factory(log)
             self.agents[name] = await made if inspect.isawaitable(made) else made
 
-    async def stop(self) -> None:
+    async def stop(self, grace_ms: int = 0) -> None:
+        """Let running turns finish for `grace_ms`, then cancel them (each logs its abort)."""
+        running = list(self.turns.values())
+        if running and grace_ms > 0:
+            await asyncio.wait(running, timeout=grace_ms / 1000)
         for task in list(self.turns.values()):
             task.cancel()
         for task in list(self.turns.values()):
@@ -130,7 +134,7 @@ async def stream(
     response = web.StreamResponse(headers=headers)
     await response.prepare(request)
     async with _followers(host).follow(tail):
-        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+        with contextlib.suppress(ConnectionError):  # the client left: the turn goes on
             async for data in tail.after(after):
                 await response.write(data)
             await response.write_eof()
@@ -303,7 +307,7 @@ def add_agent_routes(app: web.Application, factories: Mapping[str, AgentFactory]
         await host.start(app[GATEWAY].log)
 
     async def stop(app: web.Application) -> None:
-        await host.stop()
+        await host.stop(app[GRACE_MS])
 
     app.on_startup.append(start)
     app.on_shutdown.append(stop)

@@ -39,14 +39,15 @@ const recorded = stream.pipeThrough(
 );
 let message = null;
 let failure = null;
-for await (const snapshot of readUIMessageStream({
-  stream: recorded,
-  message: prior,
-  terminateOnError: true,
-  onError: (error) => {
-    failure = String(error);
-  },
-})) {
-  message = snapshot;
+try {
+  for await (const snapshot of readUIMessageStream({
+    stream: recorded,
+    message: prior,
+    terminateOnError: true,
+  })) {
+    message = snapshot;
+  }
+} catch (error) {
+  failure = String(error);
 }
 console.log(JSON.stringify({ status: 200, chunks, message, failure }));
