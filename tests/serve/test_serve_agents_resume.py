@@ -186,3 +186,41 @@ async def test_a_new_session_starts_from_the_clients_messages(model: WebModel) -
         ("assistant", "earlier"),
         ("user", "now this"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("nofactory", "expected NAME=MODULE:FACTORY"),
+        ("bot=no_such_module_mw37:make", "no module named 'no_such_module_mw37'"),
+        ("bot=approval_agent:missing", "has no attribute 'missing'"),
+    ],
+)
+def test_serve_agent_option_errors_are_one_line(tmp_path: Path, spec: str, said: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    support = str(Path(__file__).parents[1] / "support")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "modelwire",
+            "serve",
+            "--log",
+            f"sqlite:///{tmp_path}/a.db",
+            "--port",
+            "0",
+            "--agent",
+            spec,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": support},
+    )
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1

@@ -2,7 +2,8 @@
 
 Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages` (the model calls,
 `handlers.py`), `GET /v1/models`, `GET /healthz`, `GET /metrics`, the admin key's
-`POST /v1/keys`, `GET /v1/keys` and `DELETE /v1/keys/{name}` (`admin.py`); `POST /v1/embeddings` is
+`POST /v1/keys`, `GET /v1/keys` and `DELETE /v1/keys/{name}` (`admin.py`), the agents'
+`/v1/agents/{name}/…` when `agents` are given (`agents.py`); `POST /v1/embeddings` is
 reserved and answers 501 until the embeddings issue lands. The log and the keys' database open
 when the app starts and close with it. Bodies over `[gateway] max_body_bytes` are a 413.
 """
