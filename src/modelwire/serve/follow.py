@@ -55,6 +55,7 @@ class TurnTail:
         self.failure: str | None = None
         self.clients = 0
         self.kind = ""
+        self.on_done: Callable[[TurnTail], None] | None = None
         self._poll_s = poll_ms / 1000
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -94,11 +95,12 @@ class TurnTail:
             raise
         except Exception as error:  # the followers get the failure as the end of their stream
             self.failure = f"reading session {self.session_id!r} failed: {error}"
-            self.frames.append(
-                (self.next_seq - 1, self.encoder.fail(self.next_seq - 1, self.failure))
-            )
+            end = self.encoder.fail(self.next_seq - 1, self.failure)
+            self.frames.append((self.next_seq - 1, end))
             self.done = True
         self._publish()
+        if self.clients == 0 and self.on_done is not None:
+            self.on_done(self)
 
     async def _read(self) -> list[Event]:
         try:
@@ -153,6 +155,7 @@ class Followers:
         if tail is None or fresh or (tail.done and tail.clients == 0):
             tail = TurnTail(self.log, session_id, from_seq, make(), self.poll_ms)
             tail.kind = kind
+            tail.on_done = self._drop
             self._tails[key] = tail
         tail.start()
         return tail
@@ -166,8 +169,14 @@ class Followers:
             yield tail
         finally:
             tail.clients -= 1
-            if tail.clients == 0 and self._tails.get(key) is tail and tail.done:
-                del self._tails[key]
+            if tail.clients == 0 and tail.done:
+                self._drop(tail)
+
+    def _drop(self, tail: TurnTail) -> None:
+        """A tail whose turn ended with nobody following it is forgotten."""
+        key = (tail.session_id, tail.kind)
+        if self._tails.get(key) is tail:
+            del self._tails[key]
 
     async def close(self) -> None:
         tails, self._tails = list(self._tails.values()), {}
