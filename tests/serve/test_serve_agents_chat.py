@@ -139,6 +139,9 @@ async def test_a_needs_approval_call_is_an_approval_request_decided_over_http_th
         assert finish == [{"type": "finish", "finishReason": "tool-calls"}]
         async with http.get(f"{chat}/ap/stream") as none:
             assert none.status == 204  # paused: no turn runs
+        again = {"id": "ap", "messages": [user(plan), paused["message"], user("more", "u2")]}
+        async with http.post(chat, json=again) as r:
+            assert r.status == 409 and (await r.json())["error"]["code"] == "TURN_PAUSED"
         decide = f"{chat}/ap/decisions"
         async with http.post(decide, json={"call_id": "nope", "approve": True}) as r:
             assert r.status == 404 and (await r.json())["error"]["code"] == "UNKNOWN_CALL"
@@ -213,3 +216,14 @@ async def test_a_client_that_never_reads_does_not_hold_the_turn(model: WebModel)
             texts = [e.get("delta", "") for e in parts(await read_sse(r))]
         assert "".join(texts).endswith("echo still here")
         writer.close()
+
+
+async def test_a_turn_refused_before_it_starts_ends_the_stream_with_the_refusal(
+    model: WebModel,
+) -> None:
+    async with serving(model) as url:
+        await url.app[AGENTS].agents["bot"].close()  # run_turn now refuses at once
+        got = await sdk("send", f"{url}/v1/agents/bot/chat", "shut", [user("hello")])
+    assert got["failure"] is not None
+    errors = [c for c in got["chunks"] if c["type"] == "error"]
+    assert errors == [{"type": "error", "errorText": "INVALID_ARGS: agent is closed"}]

@@ -88,12 +88,20 @@ class AgentHost:
         if self.followers is not None:
             await self.followers.close()
 
-    def run(self, session_id: str, work: Awaitable[object]) -> None:
-        """Run `work` (a turn) as the server's task, not the request's."""
+    def run(self, session_id: str, work: Awaitable[object], tail: TurnTail) -> None:
+        """Run `work` (a turn) as the server's task, not the request's; a turn that fails
+        before its `turn/end` is written (refused: `TURN_PAUSED`, `TURN_IN_PROGRESS`, …) ends
+        `tail`'s stream with the refusal."""
 
         async def turn() -> object:
             try:
                 return await work
+            except HarnessError as error:
+                tail.fail_now(f"{error.code}: {error.message}")
+                return None
+            except Exception as error:  # the user's agent failed: its followers must hear it
+                tail.fail_now(f"the turn failed: {type(error).__name__}")
+                return None
             finally:
                 if self.turns.get(session_id) is task:
                     del self.turns[session_id]
@@ -163,6 +171,11 @@ async def start_turn(
         exists = await log.exists(sid)
         events = await log.read(sid, chunks=False) if exists else []
         if exists:
+            paused = (await approval_state(log, sid)).waiting
+            if paused:
+                calls = ", ".join(p.call_id for p in paused)
+                message = f"session {sid!r} is paused for approval of {calls}: decide them first"
+                return problem(409, "TURN_PAUSED", message)
             why = history_problem(logged_messages(events), earlier)
             if why is not None:
                 return problem(409, "HISTORY_MISMATCH", f"session {sid!r}: {why}")
@@ -173,7 +186,7 @@ async def start_turn(
         return problem(_STATUS.get(error.code, 500), error.code, error.message)
     base = events[-1].seq + 1 if events else 0
     tail = _followers(host).tail(sid, kind, base, make, fresh=True)
-    host.run(sid, agent.run_turn(sid, text))
+    host.run(sid, agent.run_turn(sid, text), tail)
     return tail
 
 
@@ -270,8 +283,8 @@ async def _decisions(request: web.Request) -> web.StreamResponse:
     last = await agent.log.read(sid, chunks=False)
     base = last[-1].seq + 1 if last else 0
     if resumed:
-        _followers(host).tail(sid, UI, base, _encoder(sid), fresh=True)
-        host.run(sid, agent.resume_turn(sid))
+        tail = _followers(host).tail(sid, UI, base, _encoder(sid), fresh=True)
+        host.run(sid, agent.resume_turn(sid), tail)
     return web.json_response(
         {
             "decided": decision.call_id,

@@ -71,6 +71,22 @@ class TurnTail:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    def fail_now(self, message: str) -> None:
+        """End the stream with `message` (the turn was refused before it wrote its end), once
+        the events already in the log are read."""
+        if self.done:
+            return
+        self.failure = message
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+        end = self.encoder.fail(max(self.next_seq - 1, 0), message)
+        self.frames.append((max(self.next_seq - 1, 0), end))
+        self.done = True
+        self._publish()
+        if self.clients == 0 and self.on_done is not None:
+            self.on_done(self)
+
     def _publish(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
@@ -164,7 +180,6 @@ class Followers:
     async def follow(self, tail: TurnTail) -> AsyncIterator[TurnTail]:
         """Count one client of `tail` for the block; the last one out drops it."""
         tail.clients += 1
-        key = (tail.session_id, tail.kind)
         try:
             yield tail
         finally:
