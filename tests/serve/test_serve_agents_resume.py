@@ -45,7 +45,7 @@ async def expected_frames(log_url: str, sid: str) -> list[tuple[int, str]]:
         if event.seq < starts[-1]:
             continue
         for part in encoder.parts(event):
-            out.append((event.seq, json.dumps(part, separators=(",", ":"))))
+            out.append((event.seq, json.dumps(part, sort_keys=True)))
     return out
 
 
@@ -62,7 +62,11 @@ async def following(app: object, sid: str, clients: int) -> None:
 
 
 def pairs(events: list[dict[str, object]]) -> list[tuple[int, str]]:
-    return [(int(str(e["id"])), str(e["data"])) for e in events if e["data"] != "[DONE]"]
+    return [
+        (int(str(e["id"])), json.dumps(json.loads(str(e["data"])), sort_keys=True))
+        for e in events
+        if e["data"] != "[DONE]"
+    ]
 
 
 @needs_postgres

@@ -50,6 +50,7 @@ _STATUS: Final = {
     "TURN_IN_PROGRESS": 409,
     "TURN_PAUSED": 409,
     "APPROVAL_PENDING": 409,
+    "STALE_WRITE": 409,
     "INVALID_SESSION_ID": 400,
     "INVALID_ARGS": 400,
 }
@@ -180,7 +181,8 @@ async def start_turn(
             if why is not None:
                 return problem(409, "HISTORY_MISMATCH", f"session {sid!r}: {why}")
         elif earlier:
-            await log.append_many(sid, seed_messages(earlier), barrier=True)
+            # conditional on an empty session: two first requests cannot both seed it
+            await log.append_many(sid, seed_messages(earlier), barrier=True, expect_seq=0)
             events = await log.read(sid, chunks=False)
     except HarnessError as error:
         return problem(_STATUS.get(error.code, 500), error.code, error.message)

@@ -75,7 +75,7 @@ def result_text(record: ToolResultRecord) -> str:
 
 
 class _Block:
-    __slots__ = ("call_id", "id", "kind", "name", "started")
+    __slots__ = ("call_id", "id", "kind", "name", "prefix", "started")
 
     def __init__(self, kind: str, part_id: str) -> None:
         self.kind = kind
@@ -83,6 +83,7 @@ class _Block:
         self.call_id: str | None = None
         self.name: str | None = None
         self.started = False
+        self.prefix = b""
 
 
 class UiEncoder:
@@ -97,7 +98,15 @@ class UiEncoder:
         self._step_open = False
 
     def encode(self, event: Event) -> bytes:
-        """The SSE frames of `event` (empty when it shows nothing), `[DONE]` after the end."""
+        """The SSE frames of `event` (empty when it shows nothing), `[DONE]` after the end.
+        A text or reasoning delta (the hot path) is written from its block's prebuilt prefix,
+        without a part dict."""
+        fact = event.data
+        if isinstance(fact, AssistantChunk) and isinstance(fact.chunk, TextDelta | ReasoningDelta):
+            found = self._blocks.get((fact.step, fact.attempt, fact.chunk.index))
+            if found is not None and found.prefix and fact.chunk.text and not self.finished:
+                text = _encode(fact.chunk.text)
+                return b"id: %d\ndata: %s%s}\n\n" % (event.seq, found.prefix, text)
         parts = self.parts(event)
         if not parts:
             return b""
@@ -194,6 +203,10 @@ class UiEncoder:
             self._blocks[key] = block
             if chunk.block_type in ("text", "reasoning"):
                 block.started = True
+                block.prefix = b'{"type":"%s-delta","id":"%s","delta":' % (
+                    chunk.block_type.encode(),
+                    part_id.encode(),
+                )
                 return [{"type": f"{chunk.block_type}-start", "id": part_id}]
             return []
         if isinstance(chunk, TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd):
