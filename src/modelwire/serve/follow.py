@@ -1,14 +1,13 @@
 """Following a session's running turn in the log: one reader per session per process.
 
 `Followers.tail(session_id, kind, from_seq, make)` gives the session's `TurnTail` of one wire
-protocol `kind` (the UI message stream, AG-UI): one task that reads the
-log from `from_seq` on (polling every `poll_ms`; the log may be written by this process or any
-other on the same database), folds the turn's events into encoded SSE frames once (`encode`),
-and keeps them in one list that every client of the turn reads at its own pace. A client that
-never reads holds a position in that list, not a copy, so memory grows with the turn, not with
-the number of clients; a thousand clients of one turn still make one log reader. The tail stops
-at the turn's end (or when its last client left while the turn is still open elsewhere) and is
-dropped once no client follows it.
+protocol `kind` (the UI message stream, AG-UI): one task that reads the log from `from_seq` on
+(every `poll_ms`, less often while the turn is idle; any process on the database may be the
+writer), encodes each event once (`Encoder.encode`), and keeps the frames in one list that every
+client of the turn reads at its own pace. A client that never reads holds a position in that
+list, not a copy, so memory grows with the turn, not with the number of clients; a thousand
+clients of one turn still make one log reader. The tail stops at the turn's end (or its failure)
+and is forgotten once no client follows it.
 """
 
 from __future__ import annotations
@@ -22,9 +21,12 @@ from ..errors import ErrorCode, HarnessError
 from ..events import Event
 from ..session.log import SessionLog
 
-__all__ = ["POLL_MS", "Encoder", "Followers", "TurnTail"]
+__all__ = ["IDLE_POLL_MS", "POLL_MS", "Encoder", "Followers", "TurnTail"]
 
 POLL_MS: Final = 25
+IDLE_POLL_MS: Final = 250
+"""While nothing new arrives (a long tool call, a model thinking) the wait between reads doubles
+from `poll_ms` up to this, and drops back at the next event: an idle turn costs few reads."""
 
 
 class Encoder(Protocol):
@@ -57,6 +59,7 @@ class TurnTail:
         self.kind = ""
         self.on_done: Callable[[TurnTail], None] | None = None
         self._poll_s = poll_ms / 1000
+        self._idle_s = max(poll_ms, IDLE_POLL_MS) / 1000
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -92,6 +95,7 @@ class TurnTail:
         changed.set()
 
     async def _run(self) -> None:
+        wait = self._poll_s
         try:
             while not self.done:
                 events = await self._read()
@@ -105,8 +109,11 @@ class TurnTail:
                         break
                 if events:
                     self._publish()
+                    wait = self._poll_s
+                else:
+                    wait = min(wait * 2, self._idle_s)
                 if not self.done:
-                    await asyncio.sleep(self._poll_s)
+                    await asyncio.sleep(wait)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the followers get the failure as the end of their stream
