@@ -107,3 +107,24 @@ async def test_ag_ui_bad_input(model: WebModel) -> None:
             assert r.status == 400
         async with http.post(f"{url}/v1/agents/other/ag-ui", json=run_input("x", "y")) as r:
             assert r.status == 404
+
+
+async def test_ag_ui_a_call_waiting_for_approval_is_a_custom_event(model: WebModel) -> None:
+    async with serving(model) as url, aiohttp.ClientSession() as http:
+        body = run_input("g3", plan_text([("pay", {"amount": 7})]))
+        async with http.post(f"{url}/v1/agents/bot/ag-ui", json=body) as r:
+            events = validated(await read_sse(r))
+        decide = f"{url}/v1/agents/bot/chat/g3/decisions"
+        async with http.post(decide, json={"call_id": "call_0", "approve": False}) as r:
+            answer = await r.json()
+        stream = f"{url}/v1/agents/bot/ag-ui/g3/stream"
+        async with http.get(stream, headers={"Last-Event-ID": str(answer["from_seq"])}) as r:
+            resumed = validated(await read_sse(r))
+    custom = [e for e in events if e.type.value == "CUSTOM"]
+    assert [(e.name, e.value) for e in custom] == [
+        ("tool_approval_request", {"toolCallId": "call_0"})
+    ]
+    assert events[-1].type.value == "RUN_FINISHED"
+    result = next(e for e in resumed if e.type.value == "TOOL_CALL_RESULT")
+    assert result.tool_call_id == "call_0"
+    assert resumed[0].type.value == "RUN_STARTED" and resumed[-1].type.value == "RUN_FINISHED"
