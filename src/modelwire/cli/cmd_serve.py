@@ -53,6 +53,15 @@ def serve(
     port: Annotated[
         int, typer.Option("--port", help="Port to listen on (0: any free one).")
     ] = 4000,
+    agent: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--agent",
+            metavar="NAME=MODULE:FACTORY",
+            help="Serve an agent at /v1/agents/NAME/… (the AI SDK's chat protocol and AG-UI); "
+            "FACTORY(log) -> Agent as for `modelwire worker`. Repeatable.",
+        ),
+    ] = None,
     debug: DebugOption = False,
 ) -> None:
     if ctx.invoked_subcommand is not None:
@@ -62,9 +71,29 @@ def serve(
         from ..serve.run import serve as run
         from .config import resolve_log_url
 
-        return await run(config, resolve_log_url(log), host=host, port=port)
+        agents = _agents(agent or [])
+
+        return await run(config, resolve_log_url(log), host=host, port=port, agents=agents)
 
     run_async(go, debug=debug)
+
+
+def _agents(specs: list[str]) -> dict[str, object]:
+    """`--agent NAME=MODULE:FACTORY` options as `create_app`'s `agents`."""
+    from .errors import fail
+    from .worker import load_factory
+
+    out: dict[str, object] = {}
+    for spec in specs:
+        name, sep, factory = spec.partition("=")
+        if not sep or not name.strip() or "/" in name or not factory.strip():
+            fail(
+                f"--agent {spec!r}: expected NAME=MODULE:FACTORY, e.g. support=myapp.agents:make_agent"
+            )
+        if name.strip() in out:
+            fail(f"--agent {spec!r}: the agent {name.strip()!r} is given twice")
+        out[name.strip()] = load_factory(factory.strip())
+    return out
 
 
 def _money(value: str | None) -> Decimal | None:

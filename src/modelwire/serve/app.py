@@ -2,7 +2,8 @@
 
 Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages` (the model calls,
 `handlers.py`), `GET /v1/models`, `GET /healthz`, `GET /metrics`, the admin key's
-`POST /v1/keys`, `GET /v1/keys` and `DELETE /v1/keys/{name}` (`admin.py`); `POST /v1/embeddings` is
+`POST /v1/keys`, `GET /v1/keys` and `DELETE /v1/keys/{name}` (`admin.py`), the agents'
+`/v1/agents/{name}/…` when `agents` are given (`agents.py`); `POST /v1/embeddings` is
 reserved and answers 501 until the embeddings issue lands. The log and the keys' database open
 when the app starts and close with it. Bodies over `[gateway] max_body_bytes` are a 413.
 """
@@ -32,6 +33,8 @@ from .tracing import RequestSpans
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
+
+    from .agents import AgentFactory
 
 __all__ = ["ADMIN_KEY_ENV", "create_app"]
 
@@ -113,12 +116,8 @@ def create_app(
         keys. `telemetry` instruments the runtime (`modelwire.telemetry.instrument`: one
     OpenTelemetry client span and the client metrics per upstream call) and gives every model
     request a server span (`tracing.py`), on `tracer_provider` (None: the global one), when
-    OpenTelemetry is installed; nothing otherwise. `agents` is reserved for the agent endpoints and must be empty for now."""
-    if agents:
-        raise HarnessError(
-            "create_app: agents= (the /v1/agents endpoints) is not available yet",
-            ErrorCode.INVALID_ARGS,
-        )
+    OpenTelemetry is installed; nothing otherwise. `agents` maps a name to `FACTORY(log) ->
+    Agent` (sync or async): the `/v1/agents/{name}/…` endpoints (`agents.py`)."""
     from ..agent.setup import open_runtime
 
     settings, gateway_config = split_settings(read_settings(config))
@@ -167,4 +166,21 @@ def create_app(
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
     add_admin_routes(app)
+    if agents:
+        from .agents import add_agent_routes
+
+        add_agent_routes(app, _factories(agents))
     return app
+
+
+def _factories(agents: Mapping[str, object]) -> dict[str, AgentFactory]:
+    out: dict[str, AgentFactory] = {}
+    for name, factory in agents.items():
+        if not callable(factory) or not name or "/" in name:
+            raise HarnessError(
+                f"create_app: agents[{name!r}] must be a FACTORY(log) -> Agent under a name "
+                "without '/'",
+                ErrorCode.INVALID_ARGS,
+            )
+        out[name] = factory
+    return out

@@ -47,11 +47,12 @@ async def serve(
     port: int = 4000,
     grace_ms: int | None = None,
     say: Callable[[str], None] = _say,
+    agents: Mapping[str, object] | None = None,
 ) -> int:
     """Serve the gateway on `host:port` until a signal (module docstring); returns 0."""
     from ..session.urls import redact_url
 
-    app = create_app(config, log, telemetry=True)
+    app = create_app(config, log, agents, telemetry=True)
     logging.getLogger("aiohttp.access").setLevel(logging.INFO)
     grace_s = (grace_ms if grace_ms is not None else _grace(app)) / 1000
     runner = web.AppRunner(
