@@ -1,4 +1,9 @@
-"""The keys' database: the log's own SQLite file or PostgreSQL database, as transactions.
+"""The keys' database: beside the log's SQLite file, or in its PostgreSQL database.
+
+On SQLite the keys live in a file of their own next to the log's (`keys_url`: `gw.db` →
+`gw.db-keys`, in WAL mode): SQLite has one writer per file and the log keeps a group-commit write
+transaction open while it writes, so keys sharing its file waited for it (and for the busy
+handler's back-off) on every admission. PostgreSQL has row locks: the same database serves both.
 
 `KeyDatabase` runs each `transaction()` on one of its connections (`workers.drivers`: SQLite's
 `BEGIN IMMEDIATE`, PostgreSQL's `BEGIN`). A connection runs one transaction at a time, so on
@@ -14,7 +19,7 @@ from collections.abc import AsyncIterator
 
 from ..workers.drivers import Driver, Query, open_driver
 
-__all__ = ["KeyDatabase", "open_database"]
+__all__ = ["KeyDatabase", "keys_url", "open_database"]
 
 
 class KeyDatabase:
@@ -24,6 +29,7 @@ class KeyDatabase:
         self._drivers = drivers
         self._turn = itertools.cycle(range(len(drivers)))
         self.where = drivers[0].where
+        self.postgres = drivers[0].postgres
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[Query]:
@@ -37,8 +43,14 @@ class KeyDatabase:
             await driver.close()
 
 
+def keys_url(url: str) -> str:
+    """The URL of the keys' database of the log at `url` (module docstring)."""
+    return url + "-keys" if url.lower().startswith("sqlite:") else url
+
+
 def open_database(url: str, connections: int = 4) -> KeyDatabase:
-    """The keys' database at the log URL `url` (`LOG_UNAVAILABLE` for another scheme)."""
+    """The keys' database of the log URL `url` (`LOG_UNAVAILABLE` for another scheme)."""
+    url = keys_url(url)
     first = open_driver(url)
     count = connections if first.postgres else 1
     return KeyDatabase([first, *(open_driver(url) for _ in range(count - 1))])

@@ -42,7 +42,7 @@ from .fields import bad, decode_body, get_int, get_str, require_str
 from .gateway import Caller, Gateway, authenticate, targets
 from .handlers import GATEWAY, SESSION_HEADER, error_response, read_body, session_of
 from .ids import next_id
-from .limits import Admission, admit, nano_usd, settle
+from .limits import Admission, nano_usd
 from .problems import GatewayError, failure_error
 from .record import GatewayRequestRecord
 
@@ -113,7 +113,7 @@ async def _admit(
 ) -> Admission | None:
     record = caller.record
     route_limit = gateway.config.limits.get(target.route)
-    if gateway.driver is None or (record is None and route_limit is None):
+    if gateway.ledger is None or (record is None and route_limit is None):
         return None
     if record is not None and record.budget_usd is not None and price is None:
         raise GatewayError(
@@ -123,8 +123,7 @@ async def _admit(
         )
     tokens = sum(max(1, len(text.encode()) // 4) for text in ask.inputs)
     cost = 0 if price is None else nano_usd(price.cost(TokenUsage(tokens, 0)))
-    return await admit(
-        gateway.driver,
+    return await gateway.ledger.admit(
         record,
         gateway.clock(),
         cost,
@@ -233,14 +232,14 @@ async def call_embeddings(request: web.Request) -> web.StreamResponse:
         except LlmError as exc:
             failure = exc
         finally:
-            if admission is not None and gateway.driver is not None:
+            if admission is not None and gateway.ledger is not None:
                 spent = (
                     admission.reserved_nusd
                     if result is None and failure is None
                     else (0 if cost is None else nano_usd(cost))
                 )
                 tokens = 0 if usage is None else usage.total_tokens
-                await settle(gateway.driver, admission, spent, tokens)
+                await gateway.ledger.settle(admission, spent, tokens)
         continued = SESSION_HEADER in request.headers
         await _log(gateway, sid, continued, caller, ask, target, price, result, failure)
         if failure is not None:

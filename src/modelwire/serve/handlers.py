@@ -27,7 +27,7 @@ from ..vocab import Error, GenerateOptions, ResolvedModelInfo, TokenUsage
 from .coalesce import CoalescingWriter
 from .fields import decode_body
 from .gateway import Caller, Gateway, authenticate, targets
-from .limits import Admission, admit, nano_usd, settle
+from .limits import Admission, nano_usd
 from .problems import GatewayError, Protocol, error_body
 from .record import SessionRecorder, new_session_id
 from .request import GatewayRequest
@@ -96,7 +96,7 @@ async def _admit(
     record = caller.record
     route = where.split(":", 1)[0]
     route_limit = gateway.config.limits.get(route)
-    if gateway.driver is None or (record is None and route_limit is None):
+    if gateway.ledger is None or (record is None and route_limit is None):
         return None
     if record is not None and record.budget_usd is not None and info.pricing is None:
         raise GatewayError(
@@ -105,8 +105,8 @@ async def _admit(
             f"the key {record.name!r} has a budget and {where} has no known price",
         )
     tokens, cost = _estimate(options, info)
-    return await admit(
-        gateway.driver, record, gateway.clock(), cost, tokens, route=route, route_limit=route_limit
+    return await gateway.ledger.admit(
+        record, gateway.clock(), cost, tokens, route=route, route_limit=route_limit
     )
 
 
@@ -284,10 +284,10 @@ async def _settle(
     cost: Decimal | None,
     cancelled: bool,
 ) -> None:
-    if admission is not None and gateway.driver is not None:
+    if admission is not None and gateway.ledger is not None:
         if usage is None and cancelled:
             spent, tokens = admission.reserved_nusd, admission.reserved_tokens
         else:
             spent = 0 if cost is None else nano_usd(cost)
             tokens = 0 if usage is None else usage.total_tokens
-        await settle(gateway.driver, admission, spent, tokens)
+        await gateway.ledger.settle(admission, spent, tokens)

@@ -5,7 +5,8 @@ fast hash suffices for a key of that entropy: a leaked table does not give the k
 its first 8 characters for people to tell keys apart. Each key has a name (unique), optional
 limits — a budget in USD, requests and tokens per minute, the routes it may use — and an expiry.
 Spend and the per-minute windows live beside it (`limits.py`), so every `modelwire serve`
-process on the database enforces the same limits.
+process on the database enforces the same limits (on SQLite in the log's sibling file
+`…-keys`, `database.py`).
 
 Tables, created on first use (`ensure_tables`): `modelwire_gateway_keys` and
 `modelwire_gateway_windows`. Money is stored in integer nano-USD, so budget arithmetic is exact
@@ -14,13 +15,16 @@ and happens inside one SQL statement.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import secrets
+import sqlite3
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
 
 from ..errors import ErrorCode, HarnessError
+from ..session.sqlite_file import sqlite_path_from_url
 from ..workers.drivers import Query
 from .database import KeyDatabase, open_database
 
@@ -124,9 +128,19 @@ async def open_keys(url: str) -> KeyDatabase:
 
     await (await open_log(url)).close()
     driver = open_database(url)
+    if not driver.postgres:
+        await asyncio.to_thread(_wal, sqlite_path_from_url(driver.where))
     async with driver.transaction() as q:
         await ensure_tables(q)
     return driver
+
+
+def _wal(path: str) -> None:
+    conn = sqlite3.connect(path)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+    finally:
+        conn.close()
 
 
 async def ensure_tables(q: Query) -> None:

@@ -1,0 +1,127 @@
+"""Group commit of the keys' admissions and settlements: one transaction for every request that
+asked meanwhile, not two per request.
+
+`Ledger.admit` and `Ledger.settle` queue their work; one flusher task at a time takes the whole
+queue and runs it in one transaction of the keys' database (`limits.py` does the statements),
+then answers each caller. While a batch commits the next one gathers, so under load N requests
+cost one `BEGIN … COMMIT` and no request waits for another's row lock in this process. Within a
+batch each admission is still its own conditional `UPDATE` / `INSERT … ON CONFLICT`, in arrival
+order, and a refused one undoes what it booked (`limits.admit_in`), so the guarantees of
+`limits.py` hold unchanged across processes: a budget is overspent by at most what the requests
+in flight cost beyond their estimates, a window never admits more than its limit. Settlements of
+one key (and of one window) in a batch are summed into one `UPDATE`; a settlement is durable when
+`settle` returns. A batch that fails (the database went away) fails each of its callers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass, field
+
+from .database import KeyDatabase
+from .keystore import KeyRecord
+from .limits import Admission, RouteLimit, admit_in, settle_in
+from .problems import GatewayError
+
+__all__ = ["Ledger"]
+
+
+@dataclass(slots=True)
+class _Ask:
+    """One admission waiting for its batch."""
+
+    key: KeyRecord | None
+    now_ms: int
+    cost_nusd: int
+    tokens: int
+    route: str | None
+    route_limit: RouteLimit | None
+    done: asyncio.Future[Admission] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class Ledger:
+    """Admissions and settlements of one process, group-committed (module docstring)."""
+
+    def __init__(self, driver: KeyDatabase) -> None:
+        self.driver = driver
+        self._admissions: list[_Ask] = []
+        self._settlements: list[tuple[Admission, int, int]] = []
+        self._settled: list[asyncio.Future[None]] = []
+        self._flusher: asyncio.Task[None] | None = None
+
+    async def admit(
+        self,
+        key: KeyRecord | None,
+        now_ms: int,
+        cost_nusd: int,
+        tokens: int,
+        *,
+        route: str | None = None,
+        route_limit: RouteLimit | None = None,
+    ) -> Admission:
+        """`limits.admit`, in the next batch."""
+        ask = _Ask(key, now_ms, cost_nusd, tokens, route, route_limit)
+        self._admissions.append(ask)
+        self._kick()
+        return await asyncio.shield(ask.done)
+
+    async def settle(self, admission: Admission, cost_nusd: int, tokens: int) -> None:
+        """`limits.settle`, in the next batch (durable when this returns)."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._settlements.append((admission, cost_nusd, tokens))
+        self._settled.append(done)
+        self._kick()
+        await asyncio.shield(done)
+
+    def _kick(self) -> None:
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.ensure_future(self._flush())
+
+    async def _flush(self) -> None:
+        while self._admissions or self._settlements:
+            admissions, self._admissions = self._admissions, []
+            settlements, self._settlements = self._settlements, []
+            settled, self._settled = self._settled, []
+            results: list[Admission | GatewayError] = []
+            try:
+                async with self.driver.transaction() as q:
+                    for a in admissions:
+                        try:
+                            booked = await admit_in(
+                                q, a.key, a.now_ms, a.cost_nusd, a.tokens, a.route, a.route_limit
+                            )
+                        except GatewayError as refused:
+                            results.append(refused)
+                        else:
+                            results.append(booked)
+                    if settlements:
+                        await settle_in(q, settlements)
+            except BaseException as exc:
+                for ask in admissions:
+                    if not ask.done.done():
+                        ask.done.set_exception(exc)
+                for done in settled:
+                    if not done.done():
+                        done.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                continue
+            for ask, result in zip(admissions, results, strict=True):
+                if ask.done.done():
+                    continue
+                if isinstance(result, GatewayError):
+                    ask.done.set_exception(result)
+                else:
+                    ask.done.set_result(result)
+            for done in settled:
+                if not done.done():
+                    done.set_result(None)
+
+    async def close(self) -> None:
+        """Wait for the batch running."""
+        if self._flusher is not None:
+            with contextlib.suppress(Exception):
+                await self._flusher
