@@ -2,11 +2,12 @@
 both in front of the same loopback upstream, measured in one run.
 
 Standalone: `python benchmarks/bench_gateway.py [--requests 2000] [--rps 500] [--concurrency 100]
-[--chunks 20] [--postgres URL] [--json]`. Processes: the upstream (aiohttp, one Chat Completions
+[--chunks 20] [--postgres URL] [--key] [--json]`. Processes: the upstream (aiohttp, one Chat Completions
 SSE answer of `--chunks` deltas written at once), the pass-through (aiohttp: the request
 forwarded as bytes, the answer streamed back as it comes — no parsing, no logging), and
 `modelwire serve` with its log on SQLite (and on PostgreSQL with `--postgres`), every request a
-session written durably, authenticated by the admin key. The load generator (this process,
+session written durably, authenticated by the admin key (and, with `--key`, again by a virtual key with a budget
+and an rpm that the run never reaches: its admission and settlement on every request). The load generator (this process,
 aiohttp) sends streaming chat completions open-loop at `--rps` with at most `--concurrency` in
 flight, each timed from send to its last byte, every answer checked. Reported per target: p50
 and p99 of that latency, and the added latency over calling the upstream directly (the target's
@@ -177,9 +178,7 @@ def _spawn(
         f'[providers.up]\napi = "openai-completions"\nbase_url = "{upstream}/v1"\n'
         'api_key_env = "UP_KEY"\nmodels = [{ id = "m", cost = { input = 1, output = 2 } }]\n'
     )
-    logs = {"modelwire-sqlite": f"sqlite:///{tmp}/gw.db"}
-    if args.postgres:
-        logs["modelwire-postgres"] = args.postgres
+    logs = _logs(args, tmp)
     gateways: dict[str, tuple[str, subprocess.Popen[bytes]]] = {}
     env = {**os.environ, "UP_KEY": "sk-bench", "MODELWIRE_ADMIN_KEY": ADMIN}
     for name, log in logs.items():
@@ -198,6 +197,7 @@ async def measure(
     passthrough: str,
     gateways: dict[str, tuple[str, subprocess.Popen[bytes]]],
     pids: dict[str, int],
+    keys: dict[str, str],
 ) -> dict[str, dict[str, float]]:
     """Load every target in turn (module docstring)."""
     expected = "".join(WORDS[: args.chunks])
@@ -211,6 +211,9 @@ async def measure(
         ("passthrough", passthrough, {}, pids["passthrough"]),
     ]
     runs += [(n, u, {"Authorization": f"Bearer {ADMIN}"}, p.pid) for n, (u, p) in gateways.items()]
+    if args.key:  # a virtual key with a budget and an rpm: the keys' admission and settlement
+        for name, (u, p) in gateways.items():
+            runs.append((f"{name}+key", u, {"Authorization": f"Bearer {keys[name]}"}, p.pid))
     for name, url, headers, pid in runs:
         before = _cpu_s(pid) if pid else 0.0
         times = await _load(url, args, expected, headers)
@@ -232,15 +235,42 @@ async def measure(
 def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """Start the processes, measure, stop them."""
     tmp = Path(tempfile.mkdtemp(prefix="mw-bench-gw-"))
+    keys = asyncio.run(_keys(args, tmp)) if args.key else {}
     procs, upstream, passthrough, gateways = _spawn(args, tmp)
     try:
         pids = {"passthrough": procs[1].pid}
-        return asyncio.run(measure(args, upstream, passthrough, gateways, pids))
+        return asyncio.run(measure(args, upstream, passthrough, gateways, pids, keys))
     finally:
         for proc in procs:
             proc.terminate()
         for proc in procs:
             proc.wait(30)
+
+
+def _logs(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
+    logs = {"modelwire-sqlite": f"sqlite:///{tmp}/gw.db"}
+    if args.postgres:
+        logs["modelwire-postgres"] = args.postgres
+    return logs
+
+
+async def _keys(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
+    """A key with a budget and an rpm (neither reached) in each gateway's database."""
+    from decimal import Decimal
+
+    from modelwire.serve.keystore import create_key, open_keys
+
+    out = {}
+    for name, log in _logs(args, tmp).items():
+        driver = await open_keys(log)
+        try:
+            label = f"bench-{os.getpid()}-{time.time_ns()}"
+            out[name] = await create_key(
+                driver, label, time.time_ns() // 1_000_000, budget_usd=Decimal(10**6), rpm=10**7
+            )
+        finally:
+            await driver.close()
+    return out
 
 
 async def _ready_post(url: str) -> None:
@@ -263,6 +293,9 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20)
     parser.add_argument(
         "--postgres", default=None, help="also a gateway logging to this PostgreSQL URL"
+    )
+    parser.add_argument(
+        "--key", action="store_true", help="also each gateway with a virtual key with limits"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
