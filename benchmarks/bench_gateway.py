@@ -80,6 +80,45 @@ web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log
 """
 
 
+ADAPTER = r"""
+import asyncio, json, sys, time
+import modelwire as mw
+from modelwire.agent.setup import open_runtime
+config, n, rps, conc = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+async def main():
+    rt = open_runtime(config, env={"UP_KEY": "sk-bench"})
+    gate = asyncio.Semaphore(conc)
+    options = mw.GenerateOptions("up", "m", (mw.user_message("go"),))
+    times = []
+    async def one():
+        async with gate:
+            start = time.perf_counter()
+            text = "".join([c.text async for c in rt.stream(options) if isinstance(c, mw.TextDelta)])
+            times.append(time.perf_counter() - start)
+            assert text.startswith("w0 "), text
+    for _ in range(min(50, n)):
+        await one()
+    times.clear()
+    cpu = time.process_time()
+    begin = time.perf_counter()
+    tasks = []
+    for i in range(n):
+        delay = begin + i / rps - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.ensure_future(one()))
+    await asyncio.gather(*tasks)
+    spent = time.process_time() - cpu
+    times.sort()
+    print(json.dumps({"p50_ms": times[len(times) // 2] * 1000,
+                      "p99_ms": times[min(len(times) - 1, int(0.99 * len(times)))] * 1000,
+                      "n": len(times), "cpu_ms_per_request": spent * 1000 / n}))
+asyncio.run(main())
+"""
+"""The adapter path: `rt.stream` in a process of its own on the same upstream (its CPU per
+request includes the load it generates, as a client of the upstream)."""
+
+
 def _port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -198,6 +237,7 @@ async def measure(
     gateways: dict[str, tuple[str, subprocess.Popen[bytes]]],
     pids: dict[str, int],
     keys: dict[str, str],
+    config: Path,
 ) -> dict[str, dict[str, float]]:
     """Load every target in turn (module docstring)."""
     expected = "".join(WORDS[: args.chunks])
@@ -227,6 +267,16 @@ async def measure(
         if name != "direct":
             row["p50_added_ms"] = row["p50_ms"] - results["direct"]["p50_ms"]
             row["p99_added_ms"] = row["p99_ms"] - results["direct"]["p99_ms"]
+    numbers = (args.requests, args.rps, args.concurrency)
+    adapter = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-c", ADAPTER, str(config), *map(str, numbers)),
+        stdout=subprocess.PIPE,
+        env={**os.environ, "UP_KEY": "sk-bench"},
+    )
+    out, _ = await adapter.communicate()
+    if adapter.returncode:
+        raise RuntimeError(f"the adapter-path run failed ({adapter.returncode})")
+    results["adapter"] = json.loads(out)
     for name, (_, proc) in gateways.items():
         results[name]["peak_rss_mb"] = _rss_kb(proc.pid) / 1024
     return results
@@ -239,7 +289,9 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     procs, upstream, passthrough, gateways = _spawn(args, tmp)
     try:
         pids = {"passthrough": procs[1].pid}
-        return asyncio.run(measure(args, upstream, passthrough, gateways, pids, keys))
+        return asyncio.run(
+            measure(args, upstream, passthrough, gateways, pids, keys, tmp / "gw.toml")
+        )
     finally:
         for proc in procs:
             proc.terminate()

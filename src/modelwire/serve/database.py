@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sqlite3
 from collections.abc import AsyncIterator
 
-from ..workers.drivers import Driver, Query, open_driver
+from ..workers.drivers import Driver, Query, SqliteDriver, open_driver
 
 __all__ = ["KeyDatabase", "keys_url", "open_database"]
 
@@ -43,6 +44,20 @@ class KeyDatabase:
             await driver.close()
 
 
+class _KeysSqlite(SqliteDriver):
+    """The keys' SQLite file: WAL with `synchronous = NORMAL`, as the log's own file (a commit
+    survives the process dying; an OS crash may lose the last commits, reservations and
+    settlements together)."""
+
+    def _connect(self) -> sqlite3.Connection:
+        fresh = self._conn is None
+        conn = super()._connect()
+        if fresh:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+
 def keys_url(url: str) -> str:
     """The URL of the keys' database of the log at `url` (module docstring)."""
     return url + "-keys" if url.lower().startswith("sqlite:") else url
@@ -51,6 +66,8 @@ def keys_url(url: str) -> str:
 def open_database(url: str, connections: int = 4) -> KeyDatabase:
     """The keys' database of the log URL `url` (`LOG_UNAVAILABLE` for another scheme)."""
     url = keys_url(url)
+    if url.lower().startswith("sqlite:"):
+        return KeyDatabase([_KeysSqlite(url)])
     first = open_driver(url)
-    count = connections if first.postgres else 1
+    count = connections
     return KeyDatabase([first, *(open_driver(url) for _ in range(count - 1))])

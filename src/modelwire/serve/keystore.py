@@ -15,16 +15,13 @@ and happens inside one SQL statement.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Final
 
 from ..errors import ErrorCode, HarnessError
-from ..session.sqlite_file import sqlite_path_from_url
 from ..workers.drivers import Query
 from .database import KeyDatabase, open_database
 
@@ -128,19 +125,9 @@ async def open_keys(url: str) -> KeyDatabase:
 
     await (await open_log(url)).close()
     driver = open_database(url)
-    if not driver.postgres:
-        await asyncio.to_thread(_wal, sqlite_path_from_url(driver.where))
     async with driver.transaction() as q:
         await ensure_tables(q)
     return driver
-
-
-def _wal(path: str) -> None:
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-    finally:
-        conn.close()
 
 
 async def ensure_tables(q: Query) -> None:
