@@ -10,15 +10,19 @@ order, and a refused one undoes what it booked (`limits.admit_in`), so the guara
 `limits.py` hold unchanged across processes: a budget is overspent by at most what the requests
 in flight cost beyond their estimates, a window never admits more than its limit. Settlements of
 one key (and of one window) in a batch are summed into one `UPDATE`; a settlement is durable when
-`settle` returns. A batch that fails (the database went away) fails each of its callers.
+`settle` returns; a window's rows older than two minutes are deleted once a minute per
+process. On SQLite a batch runs in one call on the connection's thread (`KeyDatabase.run`). A
+batch that fails (the database went away) fails each of its callers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from ..workers.drivers import Query
 from .database import KeyDatabase
 from .keystore import KeyRecord
 from .limits import Admission, RouteLimit, admit_in, settle_in
@@ -42,6 +46,27 @@ class _Ask:
     )
 
 
+def _batch(
+    admissions: list[_Ask], settlements: list[tuple[Admission, int, int]], swept: dict[str, int]
+) -> Callable[[Query], Awaitable[list[Admission | GatewayError]]]:
+    async def work(q: Query) -> list[Admission | GatewayError]:
+        results: list[Admission | GatewayError] = []
+        for a in admissions:
+            try:
+                booked = await admit_in(
+                    q, a.key, a.now_ms, a.cost_nusd, a.tokens, a.route, a.route_limit
+                )
+            except GatewayError as refused:
+                results.append(refused)
+            else:
+                results.append(booked)
+        if settlements:
+            await settle_in(q, settlements, swept)
+        return results
+
+    return work
+
+
 class Ledger:
     """Admissions and settlements of one process, group-committed (module docstring)."""
 
@@ -51,6 +76,7 @@ class Ledger:
         self._settlements: list[tuple[Admission, int, int]] = []
         self._settled: list[asyncio.Future[None]] = []
         self._flusher: asyncio.Task[None] | None = None
+        self._swept: dict[str, int] = {}  # window -> the minute its old rows were deleted
 
     async def admit(
         self,
@@ -85,20 +111,8 @@ class Ledger:
             admissions, self._admissions = self._admissions, []
             settlements, self._settlements = self._settlements, []
             settled, self._settled = self._settled, []
-            results: list[Admission | GatewayError] = []
             try:
-                async with self.driver.transaction() as q:
-                    for a in admissions:
-                        try:
-                            booked = await admit_in(
-                                q, a.key, a.now_ms, a.cost_nusd, a.tokens, a.route, a.route_limit
-                            )
-                        except GatewayError as refused:
-                            results.append(refused)
-                        else:
-                            results.append(booked)
-                    if settlements:
-                        await settle_in(q, settlements)
+                results = await self.driver.run(_batch(admissions, settlements, self._swept))
             except BaseException as exc:
                 for ask in admissions:
                     if not ask.done.done():

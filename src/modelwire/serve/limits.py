@@ -1,7 +1,8 @@
 """Budgets and rate limits of virtual keys, shared by every process on the log database.
 
-Reserve, then settle. Before the upstream call, one transaction admits the request (and checks the key is still
-live: revocation and expiry hold from the next request in every process):
+Reserve, then settle. Before the upstream call, `admit_in` admits the request inside a transaction
+(`ledger.py` runs many in one) and checks the key is still live: revocation and expiry hold from
+the next request in every process:
 
 - a key with a budget is admitted while its settled spend plus the reservations of the requests
   in flight stays below the budget, and reserves this request's estimated cost (its estimated
@@ -13,7 +14,8 @@ live: revocation and expiry hold from the next request in every process):
 The conditions are checked inside the `UPDATE` / `INSERT … ON CONFLICT` that books the
 reservation, so two processes can never both take the last unit: a budget is overspent by at
 most what the requests already in flight cost beyond their estimates, and a window never admits
-more than its limit. After the call, `settle` replaces the reservation by the cost and tokens
+more than its limit. A request refused by a later check undoes what the earlier ones booked, in
+the same transaction. After the call, `settle` replaces the reservation by the cost and tokens
 the meter measured. Refusals are 429s: `BUDGET_EXCEEDED` (sent with `x-should-retry: false`,
 waiting does not refill a budget) or `RATE_LIMIT` with `Retry-After` up to the next minute.
 Windows are fixed calendar minutes of the injected clock; rows older than two minutes are
@@ -212,9 +214,13 @@ async def admit(
         return await admit_in(q, key, now_ms, cost_nusd, tokens, route, route_limit)
 
 
-async def settle_in(q: Query, settlements: list[tuple[Admission, int, int]]) -> None:
+async def settle_in(
+    q: Query, settlements: list[tuple[Admission, int, int]], swept: dict[str, int] | None = None
+) -> None:
     """Replace the reservations of `settlements` (admission, cost, tokens) by what the requests
-    cost and used, inside the transaction `q`: one statement per key and per window."""
+    cost and used, inside the transaction `q`: one statement per key and per window. Windows
+    older than two minutes are deleted, once a minute per window when `swept` (window name →
+    the minute last swept) is kept across calls."""
     keys: dict[str, tuple[int, int]] = {}
     windows: dict[tuple[str, int], int] = {}
     for admission, cost_nusd, tokens in settlements:
@@ -239,6 +245,12 @@ async def settle_in(q: Query, settlements: list[tuple[Admission, int, int]]) -> 
             )
     for name in {name for name, _ in windows}:
         newest = max(minute for n, minute in windows if n == name)
+        if swept is not None:
+            if swept.get(name) == newest:
+                continue
+            if len(swept) >= 10_000:
+                swept.clear()
+            swept[name] = newest
         await q(
             "DELETE FROM modelwire_gateway_windows WHERE key_name = %s AND minute < %s",
             (name, newest - 2),
