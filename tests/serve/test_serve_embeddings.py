@@ -4,6 +4,7 @@ each request a turn of its session, bad input named."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -157,3 +158,18 @@ async def test_an_upstream_failure_is_the_clients_error_and_the_turn_errored() -
     end = events[-1]
     assert end.type == "turn/end" and "errored" in str(end.data).lower()
     assert "sk-upstream" not in str(end.data)
+
+
+async def test_a_named_session_gets_its_embeddings_as_next_turns() -> None:
+    async with Upstream() as up, gateway(_config(up.url)) as (app, url):
+        client = _client(url)
+        headers = {"x-modelwire-session": "vec-session-1"}
+        await asyncio.gather(
+            *(
+                client.embeddings.create(model="emb:vec-1", input="t", extra_headers=headers)
+                for _ in range(3)
+            )
+        )
+        events = await app[GATEWAY].log.read("vec-session-1")
+    turns = [e.data.turn for e in events if e.type == "turn/start"]  # type: ignore[attr-defined]
+    assert turns == [1, 2, 3]

@@ -241,7 +241,13 @@ async def call_embeddings(request: web.Request) -> web.StreamResponse:
                 tokens = 0 if usage is None else usage.total_tokens
                 await gateway.ledger.settle(admission, spent, tokens)
         continued = SESSION_HEADER in request.headers
-        await _log(gateway, sid, continued, caller, ask, target, price, result, failure)
+        if continued:  # the session's turns stay numbered in order, as the model calls'
+            await gateway.enter_session(sid)
+        try:
+            await _log(gateway, sid, continued, caller, ask, target, price, result, failure)
+        finally:
+            if continued:
+                gateway.leave_session(sid)
         if failure is not None:
             raise failure_error(failure.failure, str(target))
         assert result is not None
