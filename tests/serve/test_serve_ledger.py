@@ -121,3 +121,20 @@ async def test_a_spent_budget_and_a_revoked_key_are_refused_in_a_batch(url: str)
         await ledger.settle(first, 2_000_000, 1)
     finally:
         await driver.close()
+
+
+async def test_a_caller_cancelled_in_a_batch_gets_its_reservation_back(url: str) -> None:
+    driver = await open_keys(url)
+    try:
+        record = await _record(driver, "left", budget_usd=Decimal(1), rpm=10)
+        ledger = Ledger(driver)
+        waiting = asyncio.ensure_future(ledger.admit(record, NOW, COST, 10))
+        await asyncio.sleep(0)  # queued, its batch started
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        await ledger.close()
+        (state,) = await list_keys(driver)
+        assert state.reserved_usd == 0 and state.spent_usd == 0
+    finally:
+        await driver.close()

@@ -12,7 +12,8 @@ in flight cost beyond their estimates, a window never admits more than its limit
 one key (and of one window) in a batch are summed into one `UPDATE`; a settlement is durable when
 `settle` returns; a window's rows older than two minutes are deleted once a minute per
 process. On SQLite a batch runs in one call on the connection's thread (`KeyDatabase.run`). A
-batch that fails (the database went away) fails each of its callers.
+batch that fails (the database went away) fails each of its callers. A caller cancelled while
+its admission is in a batch gets it given back (settled at no cost) once the batch commits.
 """
 
 from __future__ import annotations
@@ -67,6 +68,11 @@ def _batch(
     return work
 
 
+def _retrieve(done: asyncio.Future[None]) -> None:
+    if not done.cancelled():
+        done.exception()
+
+
 class Ledger:
     """Admissions and settlements of one process, group-committed (module docstring)."""
 
@@ -92,7 +98,20 @@ class Ledger:
         ask = _Ask(key, now_ms, cost_nusd, tokens, route, route_limit)
         self._admissions.append(ask)
         self._kick()
-        return await asyncio.shield(ask.done)
+        try:
+            return await asyncio.shield(ask.done)
+        except asyncio.CancelledError:  # the caller left: give back what its batch books
+            ask.done.add_done_callback(self._abandoned)
+            raise
+
+    def _abandoned(self, done: asyncio.Future[Admission]) -> None:
+        if done.cancelled() or done.exception() is not None:
+            return
+        booked = done.result()
+        released: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._settlements.append((booked, 0, booked.reserved_tokens))
+        self._settled.append(released)
+        self._kick()
 
     async def settle(self, admission: Admission, cost_nusd: int, tokens: int) -> None:
         """`limits.settle`, in the next batch (durable when this returns)."""
@@ -100,7 +119,11 @@ class Ledger:
         self._settlements.append((admission, cost_nusd, tokens))
         self._settled.append(done)
         self._kick()
-        await asyncio.shield(done)
+        try:
+            await asyncio.shield(done)
+        except asyncio.CancelledError:  # the settlement still commits; its outcome is not awaited
+            done.add_done_callback(_retrieve)
+            raise
 
     def _kick(self) -> None:
         if self._flusher is None or self._flusher.done():
@@ -135,7 +158,7 @@ class Ledger:
                     done.set_result(None)
 
     async def close(self) -> None:
-        """Wait for the batch running."""
-        if self._flusher is not None:
+        """Wait until no batch runs or waits (its failure was its callers')."""
+        while self._flusher is not None and not self._flusher.done():
             with contextlib.suppress(Exception):
                 await self._flusher
