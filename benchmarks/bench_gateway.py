@@ -2,11 +2,12 @@
 both in front of the same loopback upstream, measured in one run.
 
 Standalone: `python benchmarks/bench_gateway.py [--requests 2000] [--rps 500] [--concurrency 100]
-[--chunks 20] [--postgres URL] [--json]`. Processes: the upstream (aiohttp, one Chat Completions
+[--chunks 20] [--postgres URL] [--key] [--json]`. Processes: the upstream (aiohttp, one Chat Completions
 SSE answer of `--chunks` deltas written at once), the pass-through (aiohttp: the request
 forwarded as bytes, the answer streamed back as it comes — no parsing, no logging), and
 `modelwire serve` with its log on SQLite (and on PostgreSQL with `--postgres`), every request a
-session written durably, authenticated by the admin key. The load generator (this process,
+session written durably, authenticated by the admin key (and, with `--key`, again by a virtual key with a budget
+and an rpm that the run never reaches: its admission and settlement on every request). The load generator (this process,
 aiohttp) sends streaming chat completions open-loop at `--rps` with at most `--concurrency` in
 flight, each timed from send to its last byte, every answer checked. Reported per target: p50
 and p99 of that latency, and the added latency over calling the upstream directly (the target's
@@ -77,6 +78,45 @@ app = web.Application(); app.on_startup.append(start); app.on_cleanup.append(sto
 app.router.add_post("/{tail:.*}", handle)
 web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
 """
+
+
+ADAPTER = r"""
+import asyncio, json, sys, time
+import modelwire as mw
+from modelwire.agent.setup import open_runtime
+config, n, rps, conc = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+async def main():
+    rt = open_runtime(config, env={"UP_KEY": "sk-bench"})
+    gate = asyncio.Semaphore(conc)
+    options = mw.GenerateOptions("up", "m", (mw.user_message("go"),))
+    times = []
+    async def one():
+        async with gate:
+            start = time.perf_counter()
+            text = "".join([c.text async for c in rt.stream(options) if isinstance(c, mw.TextDelta)])
+            times.append(time.perf_counter() - start)
+            assert text.startswith("w0 "), text
+    for _ in range(min(50, n)):
+        await one()
+    times.clear()
+    cpu = time.process_time()
+    begin = time.perf_counter()
+    tasks = []
+    for i in range(n):
+        delay = begin + i / rps - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.ensure_future(one()))
+    await asyncio.gather(*tasks)
+    spent = time.process_time() - cpu
+    times.sort()
+    print(json.dumps({"p50_ms": times[len(times) // 2] * 1000,
+                      "p99_ms": times[min(len(times) - 1, int(0.99 * len(times)))] * 1000,
+                      "n": len(times), "cpu_ms_per_request": spent * 1000 / n}))
+asyncio.run(main())
+"""
+"""The adapter path: `rt.stream` in a process of its own on the same upstream (its CPU per
+request includes the load it generates, as a client of the upstream)."""
 
 
 def _port() -> int:
@@ -177,9 +217,7 @@ def _spawn(
         f'[providers.up]\napi = "openai-completions"\nbase_url = "{upstream}/v1"\n'
         'api_key_env = "UP_KEY"\nmodels = [{ id = "m", cost = { input = 1, output = 2 } }]\n'
     )
-    logs = {"modelwire-sqlite": f"sqlite:///{tmp}/gw.db"}
-    if args.postgres:
-        logs["modelwire-postgres"] = args.postgres
+    logs = _logs(args, tmp)
     gateways: dict[str, tuple[str, subprocess.Popen[bytes]]] = {}
     env = {**os.environ, "UP_KEY": "sk-bench", "MODELWIRE_ADMIN_KEY": ADMIN}
     for name, log in logs.items():
@@ -198,6 +236,8 @@ async def measure(
     passthrough: str,
     gateways: dict[str, tuple[str, subprocess.Popen[bytes]]],
     pids: dict[str, int],
+    keys: dict[str, str],
+    config: Path,
 ) -> dict[str, dict[str, float]]:
     """Load every target in turn (module docstring)."""
     expected = "".join(WORDS[: args.chunks])
@@ -211,6 +251,9 @@ async def measure(
         ("passthrough", passthrough, {}, pids["passthrough"]),
     ]
     runs += [(n, u, {"Authorization": f"Bearer {ADMIN}"}, p.pid) for n, (u, p) in gateways.items()]
+    if args.key:  # a virtual key with a budget and an rpm: the keys' admission and settlement
+        for name, (u, p) in gateways.items():
+            runs.append((f"{name}+key", u, {"Authorization": f"Bearer {keys[name]}"}, p.pid))
     for name, url, headers, pid in runs:
         before = _cpu_s(pid) if pid else 0.0
         times = await _load(url, args, expected, headers)
@@ -224,6 +267,16 @@ async def measure(
         if name != "direct":
             row["p50_added_ms"] = row["p50_ms"] - results["direct"]["p50_ms"]
             row["p99_added_ms"] = row["p99_ms"] - results["direct"]["p99_ms"]
+    numbers = (args.requests, args.rps, args.concurrency)
+    adapter = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-c", ADAPTER, str(config), *map(str, numbers)),
+        stdout=subprocess.PIPE,
+        env={**os.environ, "UP_KEY": "sk-bench"},
+    )
+    out, _ = await adapter.communicate()
+    if adapter.returncode:
+        raise RuntimeError(f"the adapter-path run failed ({adapter.returncode})")
+    results["adapter"] = json.loads(out)
     for name, (_, proc) in gateways.items():
         results[name]["peak_rss_mb"] = _rss_kb(proc.pid) / 1024
     return results
@@ -232,15 +285,44 @@ async def measure(
 def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """Start the processes, measure, stop them."""
     tmp = Path(tempfile.mkdtemp(prefix="mw-bench-gw-"))
+    keys = asyncio.run(_keys(args, tmp)) if args.key else {}
     procs, upstream, passthrough, gateways = _spawn(args, tmp)
     try:
         pids = {"passthrough": procs[1].pid}
-        return asyncio.run(measure(args, upstream, passthrough, gateways, pids))
+        return asyncio.run(
+            measure(args, upstream, passthrough, gateways, pids, keys, tmp / "gw.toml")
+        )
     finally:
         for proc in procs:
             proc.terminate()
         for proc in procs:
             proc.wait(30)
+
+
+def _logs(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
+    logs = {"modelwire-sqlite": f"sqlite:///{tmp}/gw.db"}
+    if args.postgres:
+        logs["modelwire-postgres"] = args.postgres
+    return logs
+
+
+async def _keys(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
+    """A key with a budget and an rpm (neither reached) in each gateway's database."""
+    from decimal import Decimal
+
+    from modelwire.serve.keystore import create_key, open_keys
+
+    out = {}
+    for name, log in _logs(args, tmp).items():
+        driver = await open_keys(log)
+        try:
+            label = f"bench-{os.getpid()}-{time.time_ns()}"
+            out[name] = await create_key(
+                driver, label, time.time_ns() // 1_000_000, budget_usd=Decimal(10**6), rpm=10**7
+            )
+        finally:
+            await driver.close()
+    return out
 
 
 async def _ready_post(url: str) -> None:
@@ -263,6 +345,9 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20)
     parser.add_argument(
         "--postgres", default=None, help="also a gateway logging to this PostgreSQL URL"
+    )
+    parser.add_argument(
+        "--key", action="store_true", help="also each gateway with a virtual key with limits"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

@@ -1,5 +1,6 @@
 """`benchmarks/bench_gateway.py` runs: the upstream, the pass-through and `modelwire serve` on
-SQLite all answer every request exactly (a few requests; no timing is asserted)."""
+SQLite (with the admin key and with a virtual key with limits) and the adapter path all answer
+every request exactly (a few requests; no timing is asserted)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def test_gateway_benchmark_checks_every_answer_of_every_target() -> None:
             "50",
             "--concurrency",
             "5",
+            "--key",
             "--json",
         ],
         capture_output=True,
@@ -31,6 +33,12 @@ def test_gateway_benchmark_checks_every_answer_of_every_target() -> None:
     )
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
-    assert set(rows) == {"direct", "passthrough", "modelwire-sqlite"}
+    assert set(rows) == {
+        "direct",
+        "passthrough",
+        "modelwire-sqlite",
+        "modelwire-sqlite+key",
+        "adapter",
+    }
     for row in rows.values():
         assert row["n"] == 20 and row["p50_ms"] > 0

@@ -45,7 +45,7 @@ async def test_a_key_is_used_logged_by_name_and_stored_only_hashed(tmp_path: Pat
             request = next(e.data for e in events if e.type == "gateway/request")
             assert request.key == "team-a"  # type: ignore[attr-defined]
     raw = (tmp_path / "gw.db").read_bytes()
-    for name in ("gw.db-wal",):
+    for name in ("gw.db-wal", "gw.db-keys", "gw.db-keys-wal"):
         if (tmp_path / name).exists():
             raw += (tmp_path / name).read_bytes()
     assert key.encode() not in raw and key[4:].encode() not in raw  # only its hash is stored

@@ -1,6 +1,6 @@
 """Operations and bad input: Responses through the SDK, structured output, fallbacks and retries
 from the route's policy (decisions in the log), /metrics, a client that disconnects mid-stream,
-malformed bodies, unknown models, oversized bodies, keys in the URL, the reserved embeddings."""
+malformed bodies, unknown models, oversized bodies, keys in the URL, a malformed embeddings body."""
 
 from __future__ import annotations
 
@@ -218,10 +218,10 @@ async def test_a_client_that_disconnects_mid_stream_cancels_the_upstream_call() 
         ),
         (
             "/v1/embeddings",
-            b'{"model": "oa:m", "input": "x"}',
-            501,
-            "UNSUPPORTED_OPTION",
-            "embeddings",
+            b'{"model": "oa:m", "input": 5}',
+            400,
+            "INVALID_REQUEST",
+            "input:",
         ),
     ],
 )

@@ -2,10 +2,10 @@
 
 Routes: `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages` (the model calls,
 `handlers.py`), `GET /v1/models`, `GET /healthz`, `GET /metrics`, the admin key's
-`POST /v1/keys`, `GET /v1/keys` and `DELETE /v1/keys/{name}` (`admin.py`), the agents'
-`/v1/agents/{name}/…` when `agents` are given (`agents.py`); `POST /v1/embeddings` is
-reserved and answers 501 until the embeddings issue lands. The log and the keys' database open
-when the app starts and close with it. Bodies over `[gateway] max_body_bytes` are a 413.
+`POST /v1/keys`, `GET /v1/keys` and `DELETE /v1/keys/{name}` (`admin.py`), `POST /v1/embeddings`
+(`embeddings.py`), the agents' `/v1/agents/{name}/…` when `agents` are given (`agents.py`). The
+log and the keys' database open when the app starts and close with it. Bodies over `[gateway]
+max_body_bytes` are a 413.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from ..session.log import SessionLog
 from .admin import add_admin_routes
 from .config import read_settings, split_settings
 from .database import KeyDatabase
+from .embeddings import ENDPOINT as EMBEDDINGS
+from .embeddings import call_embeddings
 from .gateway import Gateway, authenticate
 from .handlers import GATEWAY, GRACE_MS, call_endpoint, error_response
 from .keystore import open_keys
@@ -59,16 +61,6 @@ def _endpoint(shape: Shape, spans: RequestSpans | None) -> Handler:
             return response
 
     return traced
-
-
-async def _embeddings(request: web.Request) -> web.StreamResponse:
-    error = GatewayError(
-        501,
-        "UNSUPPORTED_OPTION",
-        "POST /v1/embeddings is not available yet: embeddings through the gateway come with "
-        "modelwire's embeddings feature (rt.embed)",
-    )
-    return error_response("openai", error)
 
 
 async def _models(request: web.Request) -> web.StreamResponse:
@@ -161,7 +153,7 @@ def create_app(
     app.on_cleanup.append(stop)
     for shape in (CHAT, RESPONSES, MESSAGES):
         app.router.add_post(shape.endpoint, _endpoint(shape, spans))
-    app.router.add_post("/v1/embeddings", _embeddings)
+    app.router.add_post(EMBEDDINGS, call_embeddings)
     app.router.add_get("/v1/models", _models)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)

@@ -119,6 +119,8 @@ class ChatStream:
         "_id",
         "_include_usage",
         "_model",
+        "_prefix_reasoning",
+        "_prefix_text",
         "_tools",
         "_usage",
         "_where",
@@ -141,6 +143,8 @@ class ChatStream:
             + _ENCODE(model)
             + b',"choices":'
         )
+        self._prefix_text = b"data: " + self._head + _CONTENT
+        self._prefix_reasoning = b"data: " + self._head + _REASONING
 
     def _event(self, choices: bytes, tail: bytes = b"") -> bytes:
         return b"data: " + self._head + choices + tail + b"}\n\n"
@@ -149,9 +153,11 @@ class ChatStream:
         choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
         return self._event(b"[" + _ENCODE(choice) + b"]")
 
-    def _text(self, field: bytes, text: str) -> bytes:
-        # the hot path: one delta of text, spliced into prebuilt bytes (no dict per chunk)
-        return b"data: " + self._head + field + _ENCODE(text) + _TEXT_TAIL
+    @staticmethod
+    def _text(prefix: bytes, text: str) -> bytes:
+        # the hot path: one delta of text, spliced into prebuilt bytes (one allocation beside
+        # the encoded text, no dict per chunk)
+        return b"".join((prefix, _ENCODE(text), _TEXT_TAIL))
 
     def start(self) -> bytes:
         """The first chunk: the assistant role."""
@@ -160,9 +166,9 @@ class ChatStream:
     def push(self, chunk: StreamChunk) -> bytes:
         """The bytes of one chunk (empty when it has none on this wire)."""
         if isinstance(chunk, TextDelta):
-            return self._text(_CONTENT, chunk.text) if chunk.text else b""
+            return self._text(self._prefix_text, chunk.text) if chunk.text else b""
         if isinstance(chunk, ReasoningDelta):
-            return self._text(_REASONING, chunk.text) if chunk.text else b""
+            return self._text(self._prefix_reasoning, chunk.text) if chunk.text else b""
         if isinstance(chunk, ToolCallDelta):
             return self._tool_delta(chunk)
         if isinstance(chunk, UsageChunk):

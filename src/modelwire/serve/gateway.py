@@ -24,6 +24,7 @@ from ..vocab import ResolvedModelInfo
 from .config import GatewayConfig
 from .database import KeyDatabase
 from .keystore import KeyRecord, find_key, hash_key
+from .ledger import Ledger
 from .metrics import GatewayMetrics
 from .problems import GatewayError, failure_error
 
@@ -74,6 +75,12 @@ class Gateway:
     _ending: set[asyncio.Task[None]] = field(default_factory=set)
     _keys: dict[str, KeyRecord] = field(default_factory=dict)  # by hash
     _sessions: dict[str, _SessionTurn] = field(default_factory=dict)
+    ledger: Ledger | None = None
+    """The keys' admissions and settlements, group-committed (None without a keys' database)."""
+
+    def __post_init__(self) -> None:
+        if self.driver is not None and self.ledger is None:
+            self.ledger = Ledger(self.driver)
 
     async def enter_session(self, session_id: str) -> None:
         """Wait until no other request of this process runs in `session_id`, then take it: a

@@ -27,14 +27,22 @@ from ..vocab import Error, GenerateOptions, ResolvedModelInfo, TokenUsage
 from .coalesce import CoalescingWriter
 from .fields import decode_body
 from .gateway import Caller, Gateway, authenticate, targets
-from .limits import Admission, admit, nano_usd, settle
+from .limits import Admission, nano_usd
 from .problems import GatewayError, Protocol, error_body
 from .record import SessionRecorder, new_session_id
 from .request import GatewayRequest
 from .shapes import Reply, Shape
 from .upstream import UpstreamCall
 
-__all__ = ["GATEWAY", "GRACE_MS", "SESSION_HEADER", "call_endpoint", "error_response"]
+__all__ = [
+    "GATEWAY",
+    "GRACE_MS",
+    "SESSION_HEADER",
+    "call_endpoint",
+    "error_response",
+    "read_body",
+    "session_of",
+]
 
 GATEWAY: Final = web.AppKey("modelwire_gateway", Gateway)
 GRACE_MS: Final = web.AppKey("modelwire_grace_ms", int)
@@ -51,7 +59,7 @@ def error_response(protocol: Protocol, error: GatewayError) -> web.Response:
     return web.json_response(error_body(protocol, error), status=error.status, headers=headers)
 
 
-async def _read(request: web.Request, gateway: Gateway) -> bytes:
+async def read_body(request: web.Request, gateway: Gateway) -> bytes:
     if _URL_KEYS & {k.lower() for k in request.query}:
         raise GatewayError(
             400, "INVALID_REQUEST", "a key belongs in the Authorization header, never in the URL"
@@ -88,7 +96,7 @@ async def _admit(
     record = caller.record
     route = where.split(":", 1)[0]
     route_limit = gateway.config.limits.get(route)
-    if gateway.driver is None or (record is None and route_limit is None):
+    if gateway.ledger is None or (record is None and route_limit is None):
         return None
     if record is not None and record.budget_usd is not None and info.pricing is None:
         raise GatewayError(
@@ -97,12 +105,12 @@ async def _admit(
             f"the key {record.name!r} has a budget and {where} has no known price",
         )
     tokens, cost = _estimate(options, info)
-    return await admit(
-        gateway.driver, record, gateway.clock(), cost, tokens, route=route, route_limit=route_limit
+    return await gateway.ledger.admit(
+        record, gateway.clock(), cost, tokens, route=route, route_limit=route_limit
     )
 
 
-def _session(request: web.Request) -> str:
+def session_of(request: web.Request) -> str:
     named = request.headers.get(SESSION_HEADER)
     if named is None:
         return new_session_id()
@@ -171,14 +179,14 @@ async def call_endpoint(request: web.Request, shape: Shape) -> web.StreamRespons
     try:
         if gateway.draining:
             raise GatewayError(503, "SERVER", "the gateway is shutting down", retry_after_s=1)
-        raw = await _read(request, gateway)
+        raw = await read_body(request, gateway)
         caller = await authenticate(gateway, request.headers, x_api_key=shape.x_api_key)
         outcome.key = caller.name
         parsed: GatewayRequest = shape.parse(decode_body(raw))
         chain = targets(gateway, parsed.model, caller)
         outcome.route = chain[0].route
         info = await gateway.model_info(chain[0])
-        sid = _session(request)
+        sid = session_of(request)
         admission = await _admit(gateway, caller, parsed.options, info, str(chain[0]))
         recorder = SessionRecorder(gateway.log, sid)
         call = UpstreamCall(gateway.runtime, recorder, parsed, chain, gateway.model_info_or_none)
@@ -276,10 +284,10 @@ async def _settle(
     cost: Decimal | None,
     cancelled: bool,
 ) -> None:
-    if admission is not None and gateway.driver is not None:
+    if admission is not None and gateway.ledger is not None:
         if usage is None and cancelled:
             spent, tokens = admission.reserved_nusd, admission.reserved_tokens
         else:
             spent = 0 if cost is None else nano_usd(cost)
             tokens = 0 if usage is None else usage.total_tokens
-        await settle(gateway.driver, admission, spent, tokens)
+        await gateway.ledger.settle(admission, spent, tokens)

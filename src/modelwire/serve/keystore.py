@@ -5,7 +5,8 @@ fast hash suffices for a key of that entropy: a leaked table does not give the k
 its first 8 characters for people to tell keys apart. Each key has a name (unique), optional
 limits — a budget in USD, requests and tokens per minute, the routes it may use — and an expiry.
 Spend and the per-minute windows live beside it (`limits.py`), so every `modelwire serve`
-process on the database enforces the same limits.
+process on the database enforces the same limits (on SQLite in the log's sibling file
+`…-keys`, `database.py`).
 
 Tables, created on first use (`ensure_tables`): `modelwire_gateway_keys` and
 `modelwire_gateway_windows`. Money is stored in integer nano-USD, so budget arithmetic is exact

@@ -41,6 +41,8 @@ __all__ = ["MessagesStream", "messages_message", "messages_stop_reason", "messag
 
 _ENCODE: Final = msgspec.json.Encoder().encode
 _DECODE: Final = msgspec.json.Decoder()
+_TEXT_BLOCK: Final[Mapping[str, object]] = {"type": "text", "text": ""}
+_THINKING_BLOCK: Final[Mapping[str, object]] = {"type": "thinking", "thinking": "", "signature": ""}
 _TEXT_HEAD: Final = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
 _TEXT_MID: Final = b',"delta":{"type":"text_delta","text":'
 
@@ -120,7 +122,17 @@ def _event(name: bytes, data: Mapping[str, object]) -> bytes:
 class MessagesStream:
     """Encodes one answer's chunks as Messages SSE bytes (see the module docstring)."""
 
-    __slots__ = ("_id", "_model", "_open", "_provider", "_slots", "_thinking", "_usage", "_where")
+    __slots__ = (
+        "_id",
+        "_model",
+        "_open",
+        "_prefixes",
+        "_provider",
+        "_slots",
+        "_thinking",
+        "_usage",
+        "_where",
+    )
 
     def __init__(self, message_id: str, model: str, provider: str, target_model: str) -> None:
         self._id, self._model = message_id, model
@@ -129,6 +141,7 @@ class MessagesStream:
         self._open: dict[int, str] = {}  # content index -> block kind, still open
         self._thinking: list[int] = []  # thinking blocks ended, waiting for their signature
         self._usage: TokenUsage | None = None
+        self._prefixes: dict[int, bytes] = {}  # content index -> its text deltas' prebuilt head
 
     def start(self) -> bytes:
         """`message_start`."""
@@ -153,16 +166,16 @@ class MessagesStream:
     def push(self, chunk: StreamChunk) -> bytes:
         """The bytes of one chunk (empty when it has none on this wire)."""
         if isinstance(chunk, TextDelta):
-            slot, head = self._slot(chunk.index, {"type": "text", "text": ""})
+            slot, head = self._slot(chunk.index, _TEXT_BLOCK)
             if not chunk.text:
                 return head
             # the hot path: one delta of text, spliced into prebuilt bytes (no dict per chunk)
-            index = str(slot).encode()
-            return head + _TEXT_HEAD + index + _TEXT_MID + _ENCODE(chunk.text) + b"}}\n\n"
+            prefix = self._prefixes.get(slot)
+            if prefix is None:
+                prefix = self._prefixes[slot] = _TEXT_HEAD + str(slot).encode() + _TEXT_MID
+            return b"".join((head, prefix, _ENCODE(chunk.text), b"}}\n\n"))
         if isinstance(chunk, ReasoningDelta):
-            slot, head = self._slot(
-                chunk.index, {"type": "thinking", "thinking": "", "signature": ""}
-            )
+            slot, head = self._slot(chunk.index, _THINKING_BLOCK)
             if not chunk.text:
                 return head
             return head + self._delta(slot, {"type": "thinking_delta", "thinking": chunk.text})

@@ -67,6 +67,8 @@ class GatewayRequestRecord(msgspec.Struct, frozen=True, omit_defaults=True, kw_o
     stream: bool
     key: str | None = None
     messages: tuple[Message, ...] = ()
+    inputs: int | None = None
+    """How many texts an embeddings request carried (None: a model call)."""
 
 
 register_event_type("gateway/request", GatewayRequestRecord)

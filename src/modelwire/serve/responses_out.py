@@ -36,6 +36,8 @@ from .problems import failure_error
 __all__ = ["ResponsesStream", "responses_object", "responses_usage"]
 
 _ENCODE: Final = msgspec.json.Encoder().encode
+_EMPTY_TEXT: Final = TextBlock("")
+_EMPTY_REASONING: Final = ReasoningBlock("")
 _TEXT_HEAD: Final = (
     b'event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":'
 )
@@ -127,6 +129,7 @@ class ResponsesStream:
     def __init__(self, response_id: str, model: str, created: int, where: str) -> None:
         self._id, self._model, self._created, self._where = response_id, model, created, where
         self._seq = 0
+        self._prefixes: dict[int, bytes] = {}  # output index -> its text deltas' prebuilt head
         self._slots: dict[int, int] = {}  # chunk block index -> output index
         self._items: list[dict[str, object]] = []
         self._usage: TokenUsage | None = None
@@ -175,16 +178,20 @@ class ResponsesStream:
     def push(self, chunk: StreamChunk) -> bytes:
         """The bytes of one chunk (empty when it has none on this wire)."""
         if isinstance(chunk, TextDelta):
-            slot, out = self._open(chunk.index, TextBlock(""))
+            slot, out = self._open(chunk.index, _EMPTY_TEXT)
             if chunk.text:  # the hot path: spliced into prebuilt bytes (no dict per chunk)
                 seq = str(self._seq).encode()
                 self._seq += 1
-                item = _ENCODE(self._item_id(slot)) + b',"output_index":' + str(slot).encode()
-                out += _TEXT_HEAD + item + b',"content_index":0,"delta":' + _ENCODE(chunk.text)
-                out += b',"logprobs":[],"sequence_number":' + seq + b"}\n\n"
+                prefix = self._prefixes.get(slot)
+                if prefix is None:
+                    item = _ENCODE(self._item_id(slot)) + b',"output_index":' + str(slot).encode()
+                    prefix = _TEXT_HEAD + item + b',"content_index":0,"delta":'
+                    self._prefixes[slot] = prefix
+                tail = b',"logprobs":[],"sequence_number":'
+                return b"".join((out, prefix, _ENCODE(chunk.text), tail, seq, b"}\n\n"))
             return out
         if isinstance(chunk, ReasoningDelta):
-            slot, out = self._open(chunk.index, ReasoningBlock(""))
+            slot, out = self._open(chunk.index, _EMPTY_REASONING)
             ids = {"item_id": self._item_id(slot), "output_index": slot, "summary_index": 0}
             if chunk.text:
                 out += self._event(
