@@ -37,7 +37,7 @@ from .protocols.request import BuiltRequest, RequestOptions
 from .replay_state import ReplayDegrade, restore_assistant
 from .snapshot import Snapshot
 
-__all__ = ["open_call", "resolve_endpoint", "route_region"]
+__all__ = ["open_call", "resolve_endpoint", "route_region", "sign"]
 
 _PLACEHOLDER: Final = re.compile(r"\{([A-Z_]+)\}")
 _PLACEHOLDER_FIELDS: Final = {
@@ -229,6 +229,34 @@ def _headers(
     return headers
 
 
+async def sign(
+    spec: WireProtocol,
+    profile: ResolvedProfile,
+    key: str | None,
+    request: BuiltRequest,
+    headers: dict[str, str],
+    env: Mapping[str, str],
+    clock: Callable[[], float],
+    transport: Transport | None,
+) -> None:
+    """Add a signing protocol's auth headers (SigV4, a minted Google access token) to `headers`
+    when the route signs: no key, auth not "none", and no key header of its own configured."""
+    if (
+        not spec.signs
+        or key is not None
+        or profile.auth == "none"
+        or any(n.lower() in spec.key_header_names for n, _ in profile.headers)
+    ):
+        return
+    context = AuthContext(
+        profile.route, env, route_region(profile, env), clock, profile.transport_settings, transport
+    )
+    if spec.authorize is not None:
+        headers.update(spec.authorize(request, headers, context))
+    if spec.authorize_async is not None:
+        headers.update(await spec.authorize_async(request, headers, context))
+
+
 def _watchdog(profile: ResolvedProfile) -> IdleWatchdog:
     """The idle budget of the reads (the call's deadlines are the runtime boundary's)."""
     ms = profile.stream_idle_timeout_ms
@@ -265,24 +293,7 @@ async def open_call(
     )
     request = _request(spec, profile, model, effort, options, messages, reader, on_degrade)
     headers = _headers(profile, model, request, auth)
-    if (
-        spec.signs
-        and key is None
-        and profile.auth != "none"
-        and not any(n.lower() in spec.key_header_names for n, _ in profile.headers)
-    ):
-        context = AuthContext(
-            profile.route,
-            env,
-            route_region(profile, env),
-            clock,
-            profile.transport_settings,
-            transport,
-        )
-        if spec.authorize is not None:
-            headers.update(spec.authorize(request, headers, context))
-        if spec.authorize_async is not None:
-            headers.update(await spec.authorize_async(request, headers, context))
+    await sign(spec, profile, key, request, headers, env, clock, transport)
     record = ResponseRecord(
         api=model.api,
         provider=profile.route,

@@ -41,11 +41,11 @@ from ...wire.transport import Transport
 from ...wire.watchdog import IdleWatchdog, idle_text, ms_text
 from .config import ResolvedProfile
 from .credentials import auth_headers, resolve_route_key
-from .dispatch import resolve_endpoint, route_region
+from .dispatch import resolve_endpoint, sign
 from .embedding_models import FAMILY_LIMITS, EmbeddingModel, Family, known_embedding_model
 from .embeddings_wire import RawVector, b64_floats, decode_answer, encode_body
 from .materialize import ModelDescriptor
-from .protocols import AuthContext, protocol
+from .protocols import protocol
 from .protocols.azure_openai import V1_VERSIONS, normalize_azure_base_url
 from .protocols.request import BuiltRequest, join_url
 from .snapshot import Snapshot
@@ -229,25 +229,16 @@ async def embed_request(
         route=profile.route,
     )
     headers = _headers(profile, carrier, auth)
-    if (
-        spec.signs
-        and key is None
-        and profile.auth != "none"
-        and not any(n.lower() in spec.key_header_names for n, _ in profile.headers)
-    ):
-        context = AuthContext(
-            profile.route,
-            env,
-            route_region(profile, env),
-            clock,
-            profile.transport_settings,
-            transport,
-        )
-        built = BuiltRequest(url=url, headers={}, body=body)
-        if spec.authorize is not None:
-            headers.update(spec.authorize(built, headers, context))
-        if spec.authorize_async is not None:
-            headers.update(await spec.authorize_async(built, headers, context))
+    await sign(
+        spec,
+        profile,
+        key,
+        BuiltRequest(url=url, headers={}, body=body),
+        headers,
+        env,
+        clock,
+        transport,
+    )
     total = options.timeout_ms if options.timeout_ms is not None else profile.timeout_ms
     where = f'provider "{profile.route}" model "{options.model}"'
     watchdog = IdleWatchdog(
