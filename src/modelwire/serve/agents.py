@@ -25,6 +25,7 @@ from ..agent.approval import approval_state
 from ..errors import HarnessError
 from ..events import TurnEnd, TurnStart
 from ..session.log import SessionLog
+from ..workers.factory import AgentFactory
 from .chatbody import (
     UiMessage,
     history_problem,
@@ -38,9 +39,6 @@ from .handlers import GATEWAY, GRACE_MS
 from .uistream import HEADERS, UiEncoder
 
 __all__ = ["AGENTS", "AgentFactory", "AgentHost", "add_agent_routes"]
-
-AgentFactory = Callable[[SessionLog], "Agent[Any] | Awaitable[Agent[Any]]"]
-"""`FACTORY(log) -> Agent`, sync or async (Any: the user's agent, of any output type)."""
 
 _STATUS: Final = {
     "SESSION_NOT_FOUND": 404,

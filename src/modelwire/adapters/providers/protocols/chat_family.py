@@ -13,6 +13,7 @@ in-band error, then choice 0's delta and finish reason) and how the open blocks 
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Sequence
 from typing import ClassVar, Generic, Protocol, TypeVar
 
@@ -61,7 +62,7 @@ def choice_zero(choices: Sequence[ChoiceT] | None) -> ChoiceT | None:
     return next((c for c in choices or () if not c.index), None)
 
 
-class ChatStream(Generic[ChunkT]):
+class ChatStream(abc.ABC, Generic[ChunkT]):
     """Folds one Chat Completions stream into chunks; `end()` closes the blocks and finishes.
 
     A dialect subclass passes its `decode` (data → its chunk struct), sets `_label` (the
@@ -97,10 +98,11 @@ class ChatStream(Generic[ChunkT]):
             record.response_model = chunk.model
         self._chunk(chunk, data, out)
 
+    @abc.abstractmethod
     def _chunk(self, chunk: ChunkT, data: str, out: list[StreamChunk]) -> None:
         """Translate one chunk: its own fields (usage, an in-band error), then its choice 0
-        (`choice_zero`); `data` is the event's raw text (for what is kept whole)."""
-        raise NotImplementedError
+        (`choice_zero`); `data` is the event's raw text (for what is kept whole). Each dialect
+        (`CompletionsTranslator`, `MistralTranslator`) defines it."""
 
     def _close_blocks(self, out: list[StreamChunk]) -> None:
         """Close the blocks still open, in content order (a finish that is no error)."""
