@@ -37,6 +37,7 @@ from .fields import (
     get_number,
     get_str,
     require_str,
+    tool_schema,
 )
 from .problems import GatewayError
 from .request import GatewayRequest
@@ -133,11 +134,7 @@ def _tools(raw: Sequence[object] | None) -> tuple[ToolSchema, ...] | None:
         function = get_map(tool, "function", f"{where}.")
         if function is None:
             raise bad(f"{where}.function", "is required")
-        name = require_str(function, "name", f"{where}.function.")
-        description = get_str(function, "description", f"{where}.function.") or ""
-        parameters = get_map(function, "parameters", f"{where}.function.")
-        schema = dict(parameters) if parameters is not None else {"type": "object"}
-        out.append(ToolSchema(name, description, schema))
+        out.append(tool_schema(function, f"{where}.function.", "parameters"))
     return tuple(out)
 
 

@@ -12,6 +12,7 @@ from typing import Final
 
 import msgspec
 
+from ..vocab import ToolSchema
 from .problems import GatewayError
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "get_number",
     "get_str",
     "require_str",
+    "tool_schema",
 ]
 
 _DECODER: Final = msgspec.json.Decoder()
@@ -106,3 +108,12 @@ def get_bool(body: Mapping[str, object], key: str, where: str) -> bool | None:
     if not isinstance(value, bool):
         raise bad(f"{where}{key}", "must be true or false")
     return value
+
+
+def tool_schema(spec: Mapping[str, object], where: str, schema_key: str) -> ToolSchema:
+    """One function tool from its `name`, `description` and JSON Schema under `schema_key`
+    (``parameters``, Anthropic's ``input_schema``; absent: any object); `where` ends in a dot."""
+    schema = get_map(spec, schema_key, where)
+    description = get_str(spec, "description", where) or ""
+    parameters = dict(schema) if schema is not None else {"type": "object"}
+    return ToolSchema(require_str(spec, "name", where), description, parameters)

@@ -30,9 +30,18 @@ from ..vocab import (
     tool_result_message,
     user_message,
 )
-from ..vocab.json import JsonValue
 from .chat_in import text_of_parts
-from .fields import bad, get_bool, get_int, get_list, get_map, get_number, get_str, require_str
+from .fields import (
+    bad,
+    get_bool,
+    get_int,
+    get_list,
+    get_map,
+    get_number,
+    get_str,
+    require_str,
+    tool_schema,
+)
 from .replaystate import envelope_of_signature
 from .request import GatewayRequest
 
@@ -144,10 +153,7 @@ def _tools(raw: Sequence[object] | None) -> tuple[ToolSchema, ...] | None:
         where = f"tools[{i}]"
         if not isinstance(tool, dict):
             raise bad(where, "must be an object")
-        schema = get_map(tool, "input_schema", f"{where}.")
-        parameters: JsonValue = dict(schema) if schema is not None else {"type": "object"}
-        description = get_str(tool, "description", f"{where}.") or ""
-        out.append(ToolSchema(require_str(tool, "name", f"{where}."), description, parameters))
+        out.append(tool_schema(tool, f"{where}.", "input_schema"))
     return tuple(out)
 
 

@@ -27,7 +27,17 @@ from ..vocab import (
     user_message,
 )
 from .chat_in import text_of_parts
-from .fields import bad, get_bool, get_int, get_list, get_map, get_number, get_str, require_str
+from .fields import (
+    bad,
+    get_bool,
+    get_int,
+    get_list,
+    get_map,
+    get_number,
+    get_str,
+    require_str,
+    tool_schema,
+)
 from .request import GatewayRequest
 
 __all__ = ["parse_responses"]
@@ -96,10 +106,7 @@ def _tools(raw: Sequence[object] | None) -> tuple[ToolSchema, ...] | None:
         where = f"tools[{i}]"
         if not isinstance(tool, dict) or tool.get("type") != "function":
             raise bad(where, "must be a function tool {type: function, name, parameters}")
-        parameters = get_map(tool, "parameters", f"{where}.")
-        description = get_str(tool, "description", f"{where}.") or ""
-        schema = dict(parameters) if parameters is not None else {"type": "object"}
-        out.append(ToolSchema(require_str(tool, "name", f"{where}."), description, schema))
+        out.append(tool_schema(tool, f"{where}.", "parameters"))
     return tuple(out)
 
 
