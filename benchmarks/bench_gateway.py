@@ -13,8 +13,11 @@ flight, each timed from send to its last byte, every answer checked. Reported pe
 and p99 of that latency, and the added latency over calling the upstream directly (the target's
 percentile minus the direct one), the proxy process's own CPU per request (what a loaded machine
 distorts least) and the peak RSS of the gateway process. Targets (issue 36):
-p50 added ≤ 1.25x the pass-through's, p99 ≤ 5 ms. The LiteLLM proxy is not part of this run (see
-docs/decisions.md).
+p50 added ≤ 1.25x the pass-through's, p99 ≤ 5 ms, ≥ 10x less added latency than LiteLLM's proxy.
+With `--litellm BIN` (the `litellm` command of a venv with `litellm[proxy]`, e.g. the peers venv's
+`benchmarks/.venv-peers/bin/litellm`) the LiteLLM proxy joins the run as a further target on the
+same upstream, with its master key and no database (so it logs nothing durably: a setting that
+favours it).
 """
 
 from __future__ import annotations
@@ -212,6 +215,8 @@ def _spawn(
     upstream = f"http://127.0.0.1:{up_port}"
     procs = [subprocess.Popen([sys.executable, "-c", UPSTREAM, str(up_port), str(args.chunks)])]
     procs.append(subprocess.Popen([sys.executable, "-c", PASSTHROUGH, str(pass_port), upstream]))
+    if args.litellm:
+        procs.append(_litellm(args.litellm, upstream, tmp))
     config = tmp / "gw.toml"
     config.write_text(
         f'[providers.up]\napi = "openai-completions"\nbase_url = "{upstream}/v1"\n'
@@ -251,6 +256,11 @@ async def measure(
         ("passthrough", passthrough, {}, pids["passthrough"]),
     ]
     runs += [(n, u, {"Authorization": f"Bearer {ADMIN}"}, p.pid) for n, (u, p) in gateways.items()]
+    for pid, port in LITELLM_PORTS.items():
+        await _ready(f"http://127.0.0.1:{port}")
+        runs.append(
+            ("litellm", f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {LITELLM_KEY}"}, pid)
+        )
     if args.key:  # a virtual key with a budget and an rpm: the keys' admission and settlement
         for name, (u, p) in gateways.items():
             runs.append((f"{name}+key", u, {"Authorization": f"Bearer {keys[name]}"}, p.pid))
@@ -297,6 +307,29 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             proc.terminate()
         for proc in procs:
             proc.wait(30)
+
+
+LITELLM_KEY = "sk-" + ADMIN
+
+
+def _litellm(binary: str, upstream: str, tmp: Path) -> subprocess.Popen[bytes]:
+    """The LiteLLM proxy on `upstream` (its port in `.port`, read by `_spawn`'s caller)."""
+    port = _port()
+    config = tmp / "litellm.yaml"
+    config.write_text(
+        "model_list:\n  - model_name: up:m\n    litellm_params:\n      model: openai/m\n"
+        f"      api_base: {upstream}/v1\n      api_key: sk-bench\n"
+        f"general_settings:\n  master_key: {LITELLM_KEY}\n"
+        "litellm_settings:\n  telemetry: false\n"
+    )
+    command = [binary, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
+    env = {**os.environ, "LITELLM_LOG": "ERROR"}
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    LITELLM_PORTS[proc.pid] = port
+    return proc
+
+
+LITELLM_PORTS: dict[int, int] = {}
 
 
 def _logs(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
@@ -348,6 +381,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--key", action="store_true", help="also each gateway with a virtual key with limits"
+    )
+    parser.add_argument(
+        "--litellm", default=None, help="also LiteLLM's proxy: the path of its `litellm` command"
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
