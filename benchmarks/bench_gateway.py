@@ -215,15 +215,17 @@ def _spawn(
     upstream = f"http://127.0.0.1:{up_port}"
     procs = [subprocess.Popen([sys.executable, "-c", UPSTREAM, str(up_port), str(args.chunks)])]
     procs.append(subprocess.Popen([sys.executable, "-c", PASSTHROUGH, str(pass_port), upstream]))
+    gateways: dict[str, tuple[str, subprocess.Popen[bytes]]] = {}
     if args.litellm:
-        procs.append(_litellm(args.litellm, upstream, tmp))
+        url, proc = _litellm(args.litellm, upstream, tmp)
+        procs.append(proc)
+        gateways["litellm"] = (url, proc)
     config = tmp / "gw.toml"
     config.write_text(
         f'[providers.up]\napi = "openai-completions"\nbase_url = "{upstream}/v1"\n'
         'api_key_env = "UP_KEY"\nmodels = [{ id = "m", cost = { input = 1, output = 2 } }]\n'
     )
     logs = _logs(args, tmp)
-    gateways: dict[str, tuple[str, subprocess.Popen[bytes]]] = {}
     env = {**os.environ, "UP_KEY": "sk-bench", "MODELWIRE_ADMIN_KEY": ADMIN}
     for name, log in logs.items():
         port = _port()
@@ -255,14 +257,13 @@ async def measure(
         ("direct", upstream, {}, None),
         ("passthrough", passthrough, {}, pids["passthrough"]),
     ]
-    runs += [(n, u, {"Authorization": f"Bearer {ADMIN}"}, p.pid) for n, (u, p) in gateways.items()]
-    for pid, port in LITELLM_PORTS.items():
-        await _ready(f"http://127.0.0.1:{port}")
-        runs.append(
-            ("litellm", f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {LITELLM_KEY}"}, pid)
-        )
+    runs += [
+        (n, u, {"Authorization": f"Bearer {_admin(n)}"}, p.pid) for n, (u, p) in gateways.items()
+    ]
     if args.key:  # a virtual key with a budget and an rpm: the keys' admission and settlement
         for name, (u, p) in gateways.items():
+            if name == "litellm":
+                continue
             runs.append((f"{name}+key", u, {"Authorization": f"Bearer {keys[name]}"}, p.pid))
     for name, url, headers, pid in runs:
         before = _cpu_s(pid) if pid else 0.0
@@ -310,10 +311,15 @@ def run(args: argparse.Namespace) -> dict[str, dict[str, float]]:
 
 
 LITELLM_KEY = "sk-" + ADMIN
+"""LiteLLM's master key (it wants the `sk-` prefix)."""
 
 
-def _litellm(binary: str, upstream: str, tmp: Path) -> subprocess.Popen[bytes]:
-    """The LiteLLM proxy on `upstream` (its port in `.port`, read by `_spawn`'s caller)."""
+def _admin(target: str) -> str:
+    return LITELLM_KEY if target == "litellm" else ADMIN
+
+
+def _litellm(binary: str, upstream: str, tmp: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    """The LiteLLM proxy on `upstream`: its URL and process."""
     port = _port()
     config = tmp / "litellm.yaml"
     config.write_text(
@@ -325,11 +331,7 @@ def _litellm(binary: str, upstream: str, tmp: Path) -> subprocess.Popen[bytes]:
     command = [binary, "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
     env = {**os.environ, "LITELLM_LOG": "ERROR"}
     proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    LITELLM_PORTS[proc.pid] = port
-    return proc
-
-
-LITELLM_PORTS: dict[int, int] = {}
+    return f"http://127.0.0.1:{port}", proc
 
 
 def _logs(args: argparse.Namespace, tmp: Path) -> dict[str, str]:
